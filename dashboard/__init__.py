@@ -1,0 +1,1 @@
+"""Streamlit dashboard: entry point, thin pages, pure Plotly chart builders."""

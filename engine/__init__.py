@@ -1,0 +1,1 @@
+"""The MA-RAG engine: plan, retrieve, route, agents, final agent, grounding, LLM backends, CLI."""

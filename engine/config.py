@@ -1,0 +1,105 @@
+"""The one typed configuration object. Precedence: explicit overrides (command-line flags, dashboard
+choices), then `MARAG_*` environment variables, then defaults. This is the only module that reads
+the environment; everything else receives a `Config`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LLM_CHOICES = ("facts", "local", "openai")
+EMBEDDING_CHOICES = ("minilm", "hashing")
+PLANNER_CHOICES = ("rules", "llm")
+
+
+def _bool(v: str) -> bool:
+    return v.strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Config:
+    kb_dir: Path = field(default_factory=lambda: Path.cwd() / ".marag" / "kb")
+    collection: str = "marag_sessions"
+    chroma_url: str | None = None  # use a Chroma server (HttpClient) instead of the embedded store
+    embedding: str = "minilm"  # minilm (all-MiniLM-L6-v2 from package files) | hashing (tests)
+    llm: str = "facts"  # facts | local | openai
+    model: str | None = None  # local HF model dir or GGUF file; None = bundled SmolLM2-135M GGUF
+    model_cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "marag" / "models")
+    load_in_4bit: bool = False  # bitsandbytes nf4, CUDA only
+    device: str = "auto"  # auto | cpu | cuda
+    openai_base_url: str | None = None
+    openai_model: str = "default"
+    openai_api_key: str = "not-needed"
+    max_new_tokens: int = 1200  # paper: greedy, 1,200 new tokens, repetition penalty 1.1
+    repetition_penalty: float = 1.1
+    number_safe: bool | None = None  # None = on for the local backend, off elsewhere
+    batch_domain_agents: bool = True
+    planner: str = "rules"  # rules | llm
+    grounding_rounds: int = 2  # critique-and-regenerate rounds before the facts fallback
+    visit_window_days: int = 0  # sessions of different instruments this close share a visit
+    contexts_dir: Path = REPO_ROOT / "contexts"
+
+    @classmethod
+    def load(cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Config:
+        """Build from defaults, then MARAG_<FIELD> variables, then non-None `overrides`."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"MARAG_{f.name.upper()}")
+            if raw is not None and raw != "":
+                values[f.name] = raw
+        for k, v in (overrides or {}).items():
+            if v is not None:
+                values[k] = v
+        cfg = cls()
+        return replace(cfg, **{k: _coerce(cfg, k, v) for k, v in values.items()}).validated()
+
+    def validated(self) -> Config:
+        if self.llm not in LLM_CHOICES:
+            raise ValueError(f"llm must be one of {', '.join(LLM_CHOICES)}, got {self.llm!r}")
+        if self.embedding not in EMBEDDING_CHOICES:
+            raise ValueError(f"embedding must be one of {', '.join(EMBEDDING_CHOICES)}, got {self.embedding!r}")
+        if self.planner not in PLANNER_CHOICES:
+            raise ValueError(f"planner must be one of {', '.join(PLANNER_CHOICES)}, got {self.planner!r}")
+        if self.llm == "openai" and not self.openai_base_url:
+            raise ValueError("llm=openai needs MARAG_OPENAI_BASE_URL (or --openai-base-url)")
+        if self.grounding_rounds < 0 or self.max_new_tokens < 1:
+            raise ValueError("grounding_rounds must be >= 0 and max_new_tokens >= 1")
+        return self
+
+    @property
+    def number_safe_effective(self) -> bool:
+        return self.llm == "local" if self.number_safe is None else self.number_safe
+
+
+def _coerce(cfg: Config, name: str, value: Any) -> Any:
+    known = {f.name for f in fields(cfg)}
+    if name not in known:
+        raise ValueError(f"unknown configuration key {name!r}")
+    current = getattr(cfg, name)
+    if not isinstance(value, str):
+        return Path(value) if isinstance(current, Path) else value
+    if isinstance(current, bool) or name in {"number_safe", "load_in_4bit", "batch_domain_agents"}:
+        return _bool(value)
+    if isinstance(current, Path):
+        return Path(value).expanduser()
+    if isinstance(current, int):
+        return int(value)
+    if isinstance(current, float):
+        return float(value)
+    return value
+
+
+def offline_environment() -> dict[str, str]:
+    """Variables that keep Hugging Face libraries off the network; applied by model loaders."""
+    return {"HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def apply_offline_environment() -> None:
+    for k, v in offline_environment().items():
+        os.environ.setdefault(k, v)

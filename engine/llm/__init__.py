@@ -1,0 +1,1 @@
+"""LLM backends behind one small interface (`engine.llm.base.LLM`)."""
