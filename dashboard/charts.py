@@ -1,0 +1,361 @@
+"""Plotly figure builders: pure functions of fact rows (engine.types.Fact) and clinical references.
+
+No Streamlit here, so every chart is unit-tested on its own. Charts only draw numbers that are in
+the fact table (scores, items) or follow from it by the definitions of DESIGN.md (change vs the
+previous visit, least-squares slope against visit index); they never fill in missing values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboard.clinical import BAND_COLOURS, ClinicalRefs
+from engine.types import Fact
+from kb_store.documents import fmt_num
+from kb_store.profiles import DOMAIN_LABELS, DOMAINS, load_profile
+
+#: A calm qualitative palette (colour-blind safe, Okabe-Ito without yellow).
+PALETTE: tuple[str, ...] = (
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000", "#7F7F7F",
+)
+WORSENED_COLOUR = "#B2182B"
+IMPROVED_COLOUR = "#1B7837"
+HIGHLIGHT_COLOUR = "#D55E00"
+MUTED_COLOUR = "rgba(90, 110, 130, 0.55)"
+FONT = dict(family="Source Sans Pro, Helvetica, Arial, sans-serif", size=13, color="#1F2A37")
+
+
+def patient_colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def _series_key(f: Fact) -> tuple[int, str]:
+    return (f.patient, f.condition or "")
+
+
+def _series_name(key: tuple[int, str]) -> str:
+    pid, cond = key
+    return f"Patient {pid}" + (f" ({cond})" if cond else "")
+
+
+def _domain_max(f: Fact) -> float | None:
+    try:
+        return load_profile(f.profile).domains[f.domain].max if f.profile else None
+    except KeyError:
+        return None
+
+
+def _item_label(profile: str, code: str) -> str:
+    try:
+        it = load_profile(profile).item(code)
+        return f"{it.number} {it.label}"
+    except KeyError:
+        return code
+
+
+def hover_text(f: Fact) -> str:
+    """Hover text for one point: patient, visit, date, score (partial?) and every item score."""
+    head = (
+        f"<b>Patient {f.patient}</b>, visit {f.visit} ({f.date})"
+        + (f", {f.condition}" if f.condition else "")
+        + f"<br>{DOMAIN_LABELS.get(f.domain, f.domain)}: <b>{fmt_num(f.score)}</b>"
+    )
+    if f.missing:
+        head += f" (partial: {f.missing} item{'s' if f.missing != 1 else ''} missing)"
+    lines = [f"{_item_label(f.profile, c)}: {fmt_num(v)}" for c, v in f.items.items()]
+    return head + ("<br>" + "<br>".join(lines) if lines else "")
+
+
+def domains_present(facts: Iterable[Fact]) -> list[str]:
+    have = {f.domain for f in facts}
+    ordered = [d for d in DOMAINS if d in have]
+    return ordered + sorted(have - set(ordered))
+
+
+@dataclass(frozen=True)
+class ChangeMark:
+    """A visit-to-visit change at least as large as the domain's MCID."""
+
+    patient: int
+    condition: str
+    domain: str
+    visit: int
+    date: str
+    score: float
+    delta: float
+    direction: str  # "worsened" | "improved"
+
+
+def mcid_changes(facts: Sequence[Fact], refs: ClinicalRefs) -> list[ChangeMark]:
+    """Changes vs the previous scored visit of the same patient, condition and domain that reach
+    the domain's MCID (decrease = improvement). Domains without an MCID give none."""
+    series: dict[tuple[int, str, str], list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.score is not None:
+            series[(f.patient, f.condition or "", f.domain)].append(f)
+    out: list[ChangeMark] = []
+    for (pid, cond, dom), rows in series.items():
+        rows = sorted(rows, key=lambda f: f.visit)
+        for prev, cur in zip(rows, rows[1:], strict=False):
+            imp, wor = refs.mcid_for(cur.profile, dom)
+            if cur.profile != prev.profile:
+                continue  # different item sets: not comparable
+            delta = float(cur.score) - float(prev.score)  # type: ignore[arg-type]
+            if wor is not None and delta >= wor:
+                out.append(ChangeMark(pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "worsened"))  # type: ignore[arg-type]
+            elif imp is not None and delta <= imp:
+                out.append(ChangeMark(pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "improved"))  # type: ignore[arg-type]
+    return sorted(out, key=lambda m: (m.patient, m.domain, m.visit))
+
+
+def trajectory_figure(
+    facts: Sequence[Fact],
+    refs: ClinicalRefs | None = None,
+    *,
+    domains: Sequence[str] | None = None,
+    show_bands: bool = True,
+    show_mcid: bool = True,
+    height_per_domain: int = 230,
+) -> go.Figure:
+    """Per-domain score trajectories over visit dates: one panel per domain (shared date axis),
+    one line per patient (and exam condition), severity bands behind each panel, MCID-sized
+    changes marked, hover showing every item score. Missing scores are gaps, never filled."""
+    refs = refs or ClinicalRefs()
+    doms = [d for d in (domains or domains_present(facts)) if any(f.domain == d for f in facts)]
+    fig = go.Figure()
+    if not doms:
+        fig.update_layout(
+            annotations=[dict(text="No scores to plot", showarrow=False, x=0.5, y=0.5,
+                              xref="paper", yref="paper")],
+            height=200, font=FONT, template="plotly_white",
+        )
+        return fig
+    fig = make_subplots(
+        rows=len(doms), cols=1, shared_xaxes=True, vertical_spacing=0.09 if len(doms) > 1 else 0.0,
+        subplot_titles=[DOMAIN_LABELS.get(d, d) for d in doms],
+    )
+    keys = sorted({_series_key(f) for f in facts})
+    colour = {k: patient_colour(i) for i, k in enumerate(keys)}
+    for r, dom in enumerate(doms, start=1):
+        dom_facts = [f for f in facts if f.domain == dom]
+        for k in keys:
+            rows = sorted((f for f in dom_facts if _series_key(f) == k), key=lambda f: f.visit)
+            if not rows:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[f.date for f in rows],
+                    y=[f.score if f.score is not None else None for f in rows],
+                    mode="lines+markers",
+                    name=_series_name(k),
+                    legendgroup=_series_name(k),
+                    showlegend=(r == 1) or dom == doms[0],
+                    line=dict(color=colour[k], width=2),
+                    marker=dict(
+                        size=8, color=colour[k],
+                        symbol=["circle-open" if f.missing else "circle" for f in rows],
+                    ),
+                    hovertext=[hover_text(f) for f in rows],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                    connectgaps=False,
+                    meta={"domain": dom, "patient": k[0], "condition": k[1]},
+                ),
+                row=r, col=1,
+            )
+        ymax = max((f.score for f in dom_facts if f.score is not None), default=0.0) or 1.0
+        dmax = next((m for m in (_domain_max(f) for f in dom_facts) if m), None)
+        profiles = {f.profile for f in dom_facts if f.profile}
+        bands = refs.bands_for(next(iter(profiles)), dom) if len(profiles) == 1 else ()
+        if show_bands and bands:
+            top = max(ymax * 1.15, 1.0)
+            for b in bands:
+                if b.lo > top:
+                    continue
+                hi = min(b.hi if b.hi is not None else (dmax or top), top)
+                fig.add_hrect(
+                    y0=b.lo, y1=hi, row=r, col=1, layer="below", line_width=0,
+                    fillcolor=BAND_COLOURS.get(b.label.lower(), "rgba(150,150,150,0.08)"),
+                    annotation_text=b.label, annotation_position="top left",
+                    annotation_font=dict(size=10, color="#5B6770"),
+                )
+            fig.update_yaxes(range=[0, top], row=r, col=1)
+        else:
+            fig.update_yaxes(rangemode="tozero", row=r, col=1)
+        title = "score" + (f" (0-{fmt_num(dmax)})" if dmax else "")
+        fig.update_yaxes(title_text=title, row=r, col=1)
+    if show_mcid:
+        marks = mcid_changes(facts, refs)
+        shown: set[str] = set()
+        for r, dom in enumerate(doms, start=1):
+            for direction, symbol, col in (
+                ("worsened", "triangle-up", WORSENED_COLOUR),
+                ("improved", "triangle-down", IMPROVED_COLOUR),
+            ):
+                ms = [m for m in marks if m.domain == dom and m.direction == direction]
+                if not ms:
+                    continue
+                name = f"{direction.capitalize()} by at least the MCID"
+                fig.add_trace(
+                    go.Scatter(
+                        x=[m.date for m in ms], y=[m.score for m in ms], mode="markers",
+                        name=name, legendgroup=name, showlegend=name not in shown,
+                        marker=dict(symbol=symbol, size=15, color="rgba(0,0,0,0)",
+                                    line=dict(color=col, width=2.5)),
+                        hovertext=[
+                            f"Patient {m.patient}, visit {m.visit}: {DOMAIN_LABELS.get(m.domain, m.domain)} "
+                            f"{'+' if m.delta > 0 else ''}{fmt_num(m.delta)} vs previous visit ({direction})"
+                            for m in ms
+                        ],
+                        hovertemplate="%{hovertext}<extra></extra>",
+                        meta={"domain": dom, "mcid": direction},
+                    ),
+                    row=r, col=1,
+                )
+                shown.add(name)
+    fig.update_xaxes(type="date", showgrid=True, gridcolor="#EEF1F4")
+    fig.update_xaxes(title_text="visit date", row=len(doms), col=1)
+    fig.update_layout(
+        template="plotly_white", font=FONT, height=max(280, height_per_domain * len(doms) + 80),
+        margin=dict(l=60, r=20, t=50, b=50), hovermode="closest",
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+    )
+    return fig
+
+
+def item_heatmap(facts: Sequence[Fact], patient: int, *, domains: Sequence[str] | None = None) -> go.Figure:
+    """Item-level heatmap for one patient: rows = items (grouped by domain), columns = visits,
+    cells = item scores 0-4; blank cells are missing items (shown as gaps, not zeros)."""
+    rows = [f for f in facts if f.patient == patient and (not domains or f.domain in domains)]
+    visits = sorted({(f.visit, f.date, f.condition or "") for f in rows})
+    cols = [f"v{v} {d}" + (f" {c}" if c else "") for v, d, c in visits]
+    col_index = {k: i for i, k in enumerate(visits)}
+    item_rows: list[tuple[str, str, str]] = []  # (domain, profile, code)
+    seen: set[tuple[str, str]] = set()
+    for dom in domains_present(rows):
+        for f in sorted((f for f in rows if f.domain == dom), key=lambda f: f.visit):
+            for code in f.items:
+                if (dom, code) not in seen:
+                    seen.add((dom, code))
+                    item_rows.append((dom, f.profile, code))
+    z: list[list[float | None]] = [[None] * len(cols) for _ in item_rows]
+    idx = {(d, c): i for i, (d, _, c) in enumerate(item_rows)}
+    for f in rows:
+        j = col_index[(f.visit, f.date, f.condition or "")]
+        for code, v in f.items.items():
+            z[idx[(f.domain, code)]][j] = v
+    labels = [f"{DOMAIN_LABELS.get(d, d)} · {_item_label(p, c)}" for d, p, c in item_rows]
+    text = [["" if v is None else fmt_num(v) for v in row] for row in z]
+    fig = go.Figure(
+        go.Heatmap(
+            z=[[math.nan if v is None else v for v in row] for row in z],
+            x=cols, y=labels, zmin=0, zmax=4, text=text, texttemplate="%{text}",
+            colorscale=[[0, "#F4F7FA"], [0.25, "#CFE3EF"], [0.5, "#8DBBD6"], [0.75, "#E7A86B"], [1, "#C4553E"]],
+            colorbar=dict(title="item score", tickvals=[0, 1, 2, 3, 4]),
+            hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>", hoverongaps=False, xgap=1, ygap=1,
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(
+        template="plotly_white", font=FONT, title=f"Patient {patient}: item scores by visit",
+        height=max(260, 18 * len(labels) + 120), margin=dict(l=10, r=10, t=50, b=40),
+    )
+    return fig
+
+
+@dataclass(frozen=True)
+class SlopeRow:
+    patient: int
+    domain: str
+    slope: float  # points per visit (least squares against visit index), as in the paper
+    slope_year: float | None  # points per year from dates; None when all on one date
+    n_visits: int
+
+
+def _lsq(xs: Sequence[float], ys: Sequence[float]) -> float:
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
+
+
+def patient_slopes(facts: Sequence[Fact]) -> list[SlopeRow]:
+    """Least-squares slope of each patient's domain score against visit index (and per year from
+    dates), for patients with at least two scored visits. Exam condition ON rows are excluded
+    (the OFF / untreated exam is the trajectory, as in the KB's longitudinal documents)."""
+    import datetime as dt
+
+    series: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.score is not None and (f.condition or "OFF") == "OFF":
+            series[(f.patient, f.domain)].append(f)
+    out = []
+    for (pid, dom), rows in sorted(series.items()):
+        if len({f.visit for f in rows}) < 2:
+            continue
+        xs = [float(f.visit) for f in rows]
+        ys = [float(f.score) for f in rows]  # type: ignore[arg-type]
+        days = [dt.date.fromisoformat(f.date[:10]).toordinal() / 365.25 for f in rows]
+        per_year = _lsq(days, ys) if len(set(days)) > 1 else None
+        out.append(SlopeRow(pid, dom, _lsq(xs, ys), per_year, len(rows)))
+    return out
+
+
+def slopes_from_cohort(cohort: dict | None) -> list[SlopeRow] | None:
+    """The cohort agent's own slope rows (Result.cohort["slopes"]), or None when absent."""
+    rows = (cohort or {}).get("slopes")
+    if not isinstance(rows, list):
+        return None
+    return [SlopeRow(int(r["patient"]), str(r["domain"]), float(r["slope"]),
+                     None if r.get("slope_year") is None else float(r["slope_year"]), int(r.get("n_visits", 0)))
+            for r in rows if r.get("slope") is not None]
+
+
+def _dlabel(d: str) -> str:
+    return "Total UPDRS (I+II+III)" if d == "total" else DOMAIN_LABELS.get(d, d)
+
+
+def cohort_slope_figure(
+    slopes: Sequence[SlopeRow], highlight: int | None = None, *, domains: Sequence[str] | None = None
+) -> go.Figure:
+    """Every patient's slope per domain as a strip (one dot per patient), the selected patient
+    drawn large and labelled; a zero line marks 'no change'."""
+    doms = [d for d in (domains or (*DOMAINS, "total")) if any(s.domain == d for s in slopes)]
+    fig = go.Figure()
+    for dom in doms:
+        rows = [s for s in slopes if s.domain == dom]
+        others = [s for s in rows if s.patient != highlight]
+        fig.add_trace(
+            go.Box(
+                x=[s.slope for s in others], name=_dlabel(dom),
+                boxpoints="all", jitter=0.5, pointpos=0, fillcolor="rgba(0,0,0,0)",
+                line=dict(color="rgba(0,0,0,0)"), marker=dict(color=MUTED_COLOUR, size=7),
+                hovertext=[f"Patient {s.patient}: {s.slope:+.2f} points/visit ({s.n_visits} visits)" for s in others],
+                hoverinfo="text", showlegend=False, orientation="h",
+                meta={"domain": dom, "patients": [s.patient for s in others]},
+            )
+        )
+    if highlight is not None:
+        hs = [s for s in slopes if s.patient == highlight and s.domain in doms]
+        if hs:
+            fig.add_trace(
+                go.Scatter(
+                    x=[s.slope for s in hs], y=[_dlabel(s.domain) for s in hs],
+                    mode="markers+text", name=f"Patient {highlight}",
+                    marker=dict(color=HIGHLIGHT_COLOUR, size=15, line=dict(color="white", width=2)),
+                    text=[f"P{highlight}" for _ in hs], textposition="top center",
+                    hovertext=[f"Patient {s.patient}: {s.slope:+.2f} points/visit" for s in hs],
+                    hoverinfo="text", meta={"highlight": highlight},
+                )
+            )
+    fig.add_vline(x=0, line=dict(color="#9AA5B1", dash="dot"))
+    fig.update_layout(
+        template="plotly_white", font=FONT, title="Slope per domain (points per visit; higher = worsening)",
+        height=max(260, 90 * len(doms) + 120), margin=dict(l=10, r=10, t=60, b=40),
+        xaxis_title="points per visit", showlegend=highlight is not None,
+    )
+    return fig

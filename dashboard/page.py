@@ -1,0 +1,48 @@
+"""What every analysis page does first: the configuration for the chosen backend, the cached
+engine (or a clear message pointing to the Data page when there is no KB yet) and the clinical
+references for the charts."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import services
+from dashboard.clinical import ClinicalRefs
+from dashboard.services import EngineHandle
+from engine.config import Config
+
+BACKEND_KEY = "backend"
+
+
+def current_config() -> Config:
+    return services.config_for(st.session_state.get(BACKEND_KEY))
+
+
+def kb_missing_message(cfg: Config, detail: str = "") -> None:
+    st.warning(
+        f"There is no knowledge base at `{cfg.kb_dir}` yet. Build one on the **Data** page "
+        "(default sample, your CSV files, or the MA-RAG / PPMI formats), or run "
+        "`marag kb build --source synthetic` (what `make run` does).",
+        icon=":material/database:",
+    )
+    if detail:
+        st.caption(detail)
+    st.page_link("views/data.py", label="Open the Data page", icon=":material/database:")
+
+
+def engine_or_stop() -> tuple[Config, EngineHandle, ClinicalRefs]:
+    """(config, engine handle, clinical refs); stops the page with a message when no KB exists."""
+    try:
+        cfg = current_config()
+    except ValueError as e:
+        st.error(f"Configuration error: {e}")
+        st.stop()
+    try:
+        handle = services.get_engine(cfg)
+    except services.KBUnavailable as e:
+        kb_missing_message(cfg, str(e))
+        st.stop()
+    refs = services.clinical_refs(cfg)
+    if refs.note:
+        st.caption(f"Severity bands / MCID markers unavailable: {refs.note}")
+    return cfg, handle, refs

@@ -1,0 +1,110 @@
+"""Streamlit components that show a Result: the summary with its grounding badge and highlighted
+unsupported numbers, the flags panel, and the export buttons. Pages compose these; the data work
+behind them lives in the pure modules (provenance, tables, charts, report).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import report
+from dashboard.clinical import ClinicalRefs
+from dashboard.provenance import grounding_status, highlighted_markdown, link_numbers
+from engine.types import Result
+from kb_store.documents import fmt_num
+from kb_store.profiles import DOMAIN_LABELS
+
+
+def grounding_badge(result: Result) -> None:
+    status, line = grounding_status(result.verification or {})
+    icon, colour = {"passed": (":material/verified:", "green"), "failed": (":material/error:", "red")}.get(
+        status, (":material/help:", "gray"))
+    st.badge(line, icon=icon, color=colour)
+    v = result.verification or {}
+    if v.get("fallback_used"):
+        agents = ", ".join(v.get("fallback_agents") or []) or "an agent"
+        st.caption(f"The model's text for {agents} did not pass the check after "
+                   f"{v.get('rounds', 0)} critique round(s); the deterministic facts text was used instead.")
+    elif result.llm_calls == 0 and status != "unchecked":
+        st.caption("Facts backend: the text is written from the fact table by code and measured, not regenerated.")
+
+
+def summary_panel(result: Result) -> None:
+    st.subheader("Summary")
+    grounding_badge(result)
+    links = link_numbers(result)
+    with st.container(border=True, key="summary_box"):
+        st.markdown(highlighted_markdown(result.summary, links) or "_(empty summary)_")
+    st.caption(
+        f"Backend: {result.backend or 'n/a'} \u00b7 LLM calls: {result.llm_calls} \u00b7 "
+        f"{len(result.facts)} fact rows \u00b7 numbers checked: {(result.verification or {}).get('numbers', 'n/a')}"
+    )
+
+
+def _v(x: Any) -> str:
+    return fmt_num(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
+def flag_line(row: dict[str, Any]) -> str:
+    """One flag as a line naming patient, visit, domain / item and scores (markdown)."""
+    where = f"**Patient {row.get('patient', '?')}, visit {row.get('visit', '?')}**" + (
+        f" ({row['date']})" if row.get("date") else "")
+    dom = DOMAIN_LABELS.get(str(row.get("domain")), row.get("domain"))
+    if "elevated_domain" in row:  # incongruence
+        vals = row.get("values") or {}
+        el = row["elevated_domain"]
+        return (f"{where}: {dom} **{_v(vals.get(row.get('domain')))}** while "
+                f"{DOMAIN_LABELS.get(el, el)} **{_v(vals.get(el))}** (moderate cut-off {_v(row.get('cutoff'))})")
+    if "item" in row:  # red-flag item
+        why = f" — {row['why']}" if row.get("why") else ""
+        return (f"{where}: {dom} · {row.get('item_label', row['item'])} ({row['item']}) "
+                f"**{_v(row.get('value'))}** (flag at ≥ {_v(row.get('threshold'))}){why}")
+    rest = "; ".join(f"{k.replace('_', ' ')}: {_v(v)}" for k, v in row.items()
+                     if k not in {"patient", "visit", "date"} and v not in (None, "", [], {}))
+    return f"{where}: {rest}"
+
+
+def flags_panel(result: Result) -> None:
+    """Incongruence flags and red-flag items, prominent, beside the summary."""
+    inc = (result.flags or {}).get("incongruence") or []
+    red = (result.flags or {}).get("red_flags") or []
+    st.subheader("Flags")
+    with st.container(key="flags_box"):
+        if not inc and not red:
+            st.success("No incongruence flags and no red-flag items in the selected visits.",
+                       icon=":material/check_circle:")
+            return
+        if inc:
+            st.error(f"**{len(inc)} incongruence flag{'s' if len(inc) != 1 else ''}** "
+                     "(a domain at 0 while another is at or above its moderate cut-off)",
+                     icon=":material/warning:")
+            for r in inc:
+                st.markdown(f"- {flag_line(r)}")
+        if red:
+            st.warning(f"**{len(red)} red-flag item{'s' if len(red) != 1 else ''}**",
+                       icon=":material/flag:")
+            with st.container(height=min(60 + 34 * len(red), 300), border=False):
+                for r in red:
+                    st.markdown(f"- {flag_line(r)}")
+
+
+def screening_notes(result: Result) -> None:
+    if result.screening:
+        with st.expander(f"Screening findings ({len(result.screening)})"):
+            for s in result.screening:
+                st.markdown(f"- **{s.get('rule', 'finding')}**: {s.get('message', '')}")
+
+
+def export_buttons(result: Result, refs: ClinicalRefs, key: str, highlight: int | None = None) -> None:
+    """Markdown / HTML report and CSV downloads of the current result (built on click)."""
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Report (Markdown)", lambda: report.to_markdown(result), file_name="marag-report.md",
+                       mime="text/markdown", key=f"dl_md_{key}", icon=":material/description:",
+                       on_click="ignore")
+    c2.download_button("Report (HTML, with charts)", lambda: report.to_html(result, refs, highlight=highlight),
+                       file_name="marag-report.html", mime="text/html", key=f"dl_html_{key}",
+                       icon=":material/html:", on_click="ignore")
+    c3.download_button("Fact table (CSV)", lambda: report.facts_csv(result), file_name="marag-facts.csv",
+                       mime="text/csv", key=f"dl_csv_{key}", icon=":material/table:", on_click="ignore")

@@ -1,0 +1,141 @@
+"""The dashboard's access to the engine, the KB and the clinical references.
+
+Owns the process-wide, cached and never-mutated objects (`st.cache_resource`): one engine (KB handle
++ LLM) per configuration, and the clinical references from contexts/. A per-engine lock serialises
+model calls, because a cached engine is shared by every browser session. Per-user results live in
+`st.session_state` (see dashboard.state), never here.
+
+Tests inject an engine without touching the KB or a model: set `ENGINE_OVERRIDE` (a callable
+Config -> EngineHandle) or put an EngineHandle in `st.session_state["marag_engine_override"]`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import streamlit as st
+
+from dashboard.clinical import ClinicalRefs, load_refs
+from engine.config import Config
+from engine.types import Plan, Result
+
+OVERRIDE_KEY = "marag_engine_override"
+BACKEND_LABELS = {
+    "facts": "facts (deterministic text, no model)",
+    "local": "local (in-process transformers model)",
+    "openai": "openai (OpenAI-compatible server)",
+}
+
+
+class KBUnavailable(Exception):
+    """No KB at the configured location (or it cannot be opened); the message says where."""
+
+
+@dataclass(frozen=True, eq=False)
+class EngineHandle:
+    """A ready engine and the KB reader it reads, shared read-only across sessions."""
+
+    engine: Any  # engine.pipeline.Engine
+    kb: Any  # kb_store.reader.KBReader
+    backend: str
+    lock: threading.Lock
+
+    def run(self, plan: Plan, on_node: Callable[[str, str], None] | None = None) -> Result:
+        with self.lock:
+            return self.engine.run(plan, on_node=on_node)
+
+    def plan(self, query: str) -> Plan:
+        with self.lock:
+            return self.engine.plan(query)
+
+
+ENGINE_OVERRIDE: Callable[[Config], EngineHandle] | None = None
+
+
+def config_key(cfg: Config) -> str:
+    """A stable string naming a configuration (the cache key of its engine)."""
+    return "|".join(f"{f.name}={getattr(cfg, f.name)!s}" for f in fields(cfg) if f.name != "openai_api_key")
+
+
+def base_config() -> Config:
+    return Config.load()
+
+
+def available_backends(cfg: Config) -> list[str]:
+    """Backends this deployment can offer: facts always; local when a model is configured or the
+    bundled GGUF is installed; openai when a server URL is configured."""
+    out = ["facts"]
+    local = cfg.model is not None
+    if not local:
+        try:
+            from engine.llm.local import bundled_gguf_path
+
+            local = bundled_gguf_path() is not None
+        except Exception:  # noqa: BLE001 - no local backend installed
+            local = False
+    if local:
+        out.append("local")
+    if cfg.openai_base_url:
+        out.append("openai")
+    if cfg.llm not in out:
+        out.append(cfg.llm)
+    return out
+
+
+def config_for(backend: str | None) -> Config:
+    return Config.load({"llm": backend} if backend else None)
+
+
+@st.cache_resource(show_spinner="Opening the knowledge base and loading the model...", max_entries=4)
+def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
+    from engine.llm.factory import make_llm
+    from engine.pipeline import Engine
+    from kb_store.chroma_kb import KBMissingError, open_kb
+
+    try:
+        kb = open_kb(_cfg.kb_dir, embedding=_cfg.embedding, collection=_cfg.collection,
+                     chroma_url=_cfg.chroma_url)
+    except KBMissingError as e:
+        raise KBUnavailable(str(e)) from e
+    return EngineHandle(Engine(_cfg, kb, make_llm(_cfg)), kb, _cfg.llm, threading.Lock())
+
+
+def get_engine(cfg: Config) -> EngineHandle:
+    """The engine for `cfg`: a test override if set, else the cached one. Raises KBUnavailable."""
+    override = st.session_state.get(OVERRIDE_KEY)
+    if override is not None:
+        return override
+    if ENGINE_OVERRIDE is not None:
+        return ENGINE_OVERRIDE(cfg)
+    return _cached_engine(config_key(cfg), cfg)
+
+
+def clear_engines() -> None:
+    """Forget cached engines (after the KB was rebuilt); the next page run reopens the KB."""
+    _cached_engine.clear()
+    _patient_ids.clear()
+
+
+@st.cache_resource(max_entries=4)
+def _refs(contexts_dir: str) -> ClinicalRefs:
+    from pathlib import Path
+
+    return load_refs(Path(contexts_dir))
+
+
+def clinical_refs(cfg: Config) -> ClinicalRefs:
+    return _refs(str(cfg.contexts_dir))
+
+
+@st.cache_data(max_entries=8, ttl=300, show_spinner=False)
+def _patient_ids(key: str, _handle: EngineHandle) -> list[int]:
+    return [int(p) for p in _handle.kb.patient_ids()]
+
+
+def patient_ids(handle: EngineHandle, cfg: Config) -> list[int]:
+    if st.session_state.get(OVERRIDE_KEY) is not None or ENGINE_OVERRIDE is not None:
+        return [int(p) for p in handle.kb.patient_ids()]
+    return _patient_ids(config_key(cfg), handle)

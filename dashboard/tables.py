@@ -1,0 +1,103 @@
+"""Pandas frames the pages show and export: the fact table, table B (with its colour coding),
+flags, cohort rankings and slopes. Pure functions of a Result; no Streamlit here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from dashboard.charts import SlopeRow
+from engine.types import Fact, Result
+from kb_store.profiles import DOMAIN_LABELS
+
+CHANGE_COLOURS: dict[str, str] = {
+    "improved": "background-color: #DCEFE3; color: #14532D",
+    "worsened": "background-color: #F6DEDA; color: #7F1D1D",
+    "stable": "background-color: #EEF1F4; color: #334155",
+}
+
+
+def facts_frame(facts: Sequence[Fact]) -> pd.DataFrame:
+    """One row per fact (patient, visit, domain), items as JSON, as in `marag ask --json`."""
+    cols = ["patient", "visit", "date", "instrument", "domain", "score", "missing", "condition",
+            "profile", "doc_id", "items"]
+    rows = []
+    for f in facts:
+        d = f.to_dict()
+        d["items"] = json.dumps(f.items, sort_keys=True)
+        rows.append({c: d.get(c) for c in cols})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def table_b_frame(result: Result) -> pd.DataFrame:
+    """Table B exactly as the comparison agent computed it (rows: patient, visit, domain, score,
+    delta, change, ...), with known columns first."""
+    if not result.table_b:
+        return pd.DataFrame(columns=["patient", "visit", "domain", "score", "delta", "change"])
+    df = pd.DataFrame(result.table_b)
+    first = [c for c in ("patient", "visit", "date", "domain", "score", "delta", "cumulative", "change")
+             if c in df.columns]
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def style_changes(df: pd.DataFrame, column: str = "change") -> Any:
+    """A pandas Styler colouring the `change` column (improved / worsened / stable)."""
+    if column not in df.columns or df.empty:
+        return df
+    return df.style.map(change_style, subset=[column])
+
+
+def change_style(v: Any) -> str:
+    """CSS for a table-B change cell: improved green, worsened red, stable grey."""
+    s = str(v).lower()
+    return next((css for k, css in CHANGE_COLOURS.items() if s.startswith(k)), "")
+
+
+def flags_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame([{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()}
+                       for r in rows])
+    first = [c for c in ("patient", "visit", "date", "domain", "item", "label", "value", "score")
+             if c in df.columns]
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def slopes_frame(slopes: Sequence[SlopeRow]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"patient": s.patient, "domain": s.domain, "slope_per_visit": round(s.slope, 3),
+          "slope_per_year": None if s.slope_year is None else round(s.slope_year, 3),
+          "visits": s.n_visits} for s in slopes],
+        columns=["patient", "domain", "slope_per_visit", "slope_per_year", "visits"],
+    )
+
+
+def cohort_frames(cohort: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(answer, ranking, per-domain statistics) frames from Result.cohort, as the cohort agent
+    computed them: the answer row (statistic, domain, patient, value, ...), the ranking rows and
+    max / min / mean per domain at each patient's latest scored visit."""
+    if not cohort:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    keys = ("label", "statistic", "domain", "patient", "value", "visit", "ties", "n_patients")
+    answer = pd.DataFrame([{k: _cell(cohort.get(k)) for k in keys if k in cohort}])
+    ranking = pd.DataFrame([{k: _cell(v) for k, v in r.items()} for r in cohort.get("ranking") or []])
+    if not ranking.empty:
+        first = [c for c in ("rank", "patient", "value") if c in ranking.columns]
+        ranking = ranking[first + [c for c in ranking.columns if c not in first]]
+    stats = pd.DataFrame([
+        {"domain": domain_label(d), **{k: _cell(v) for k, v in st.items()}}
+        for d, st in (cohort.get("domain_stats") or {}).items()
+    ])
+    return answer, ranking, stats
+
+
+def domain_label(d: str) -> str:
+    return "Total UPDRS (I+II+III)" if d == "total" else DOMAIN_LABELS.get(d, d)
+
+
+def _cell(v: Any) -> Any:
+    return ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v

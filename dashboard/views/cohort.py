@@ -1,0 +1,70 @@
+"""Cohort page: the cohort question (highest / lowest burden, fastest worsening per domain, most
+stable, averages), the ranking table and every patient's slope per domain with one highlighted."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, render, services, tables, widgets
+from dashboard.page import engine_or_stop
+
+ANALYSES = ("cohort",)
+QUESTIONS = [
+    "Which patient has the highest total UPDRS burden?",
+    "Which patient has the lowest total UPDRS burden?",
+    "Which patient's motor score is worsening fastest?",
+    "Which patient's ADL score is worsening fastest?",
+    "Which patient's non-motor score is worsening fastest?",
+    "Which patient's quality of life (PDQ-8) is worsening fastest?",
+    "Which patient is the most stable?",
+    "What is the average motor score?",
+    "What is the average PDQ-8 score?",
+]
+
+st.header("Cohort", divider="gray")
+cfg, handle, refs = engine_or_stop()
+ids = services.patient_ids(handle, cfg)
+if not ids:
+    st.warning("The knowledge base has no patients. Rebuild it on the Data page.")
+    st.stop()
+
+widgets.take_pending("question", ANALYSES)
+widgets.show_parsed_note()
+with st.container(border=True, key="plan_box"):
+    question = st.selectbox("Cohort question", QUESTIONS, key="question", bind="query-params",
+                            accept_new_options=True,
+                            help="Pick one or type your own; the cohort agent picks the statistic by keywords")
+    subset = st.multiselect("Restrict to patients (empty = every patient)", ids, key="cohort_patients",
+                            bind="query-params")
+    instruments, visit_filter = widgets.common_widgets()
+    plan = widgets.make_plan(sorted(subset), "cohort", instruments, visit_filter, query=question or "")
+    widgets.ask_box(handle, "cohort", "question", ANALYSES)
+result = widgets.run_step(handle, plan, "cohort")
+if result is None:
+    st.info("Choose the cohort question above, then press **Run**.", icon=":material/touch_app:")
+    st.stop()
+
+left, right = st.columns([2, 3], gap="large")
+with left:
+    render.summary_panel(result)
+    render.flags_panel(result)
+    render.screening_notes(result)
+answer, ranking, stats = tables.cohort_frames(result.cohort)
+with right:
+    st.subheader("Answer")
+    st.dataframe(answer, hide_index=True, key="cohort_answer")
+    st.subheader("Ranking")
+    st.dataframe(ranking, hide_index=True, key="cohort_ranking", height=260)
+    st.subheader("Slopes")
+    in_result = sorted({f.patient for f in result.facts})
+    highlight = st.selectbox("Highlight patient", in_result, index=None, key="highlight",
+                             placeholder="(none)")
+    slopes = charts.slopes_from_cohort(result.cohort) or charts.patient_slopes(result.facts)
+    st.plotly_chart(charts.cohort_slope_figure(slopes, highlight), theme=None, key="slope_chart",
+                    width="stretch")
+    with st.expander("Per-domain statistics (each patient's latest scored visit)"):
+        st.dataframe(stats, hide_index=True, key="cohort_stats")
+
+render.export_buttons(result, refs, "cohort", highlight=highlight)
+st.page_link("views/provenance.py", label="Where does each number come from? Open Provenance",
+             icon=":material/fact_check:")

@@ -1,0 +1,68 @@
+"""Compare page (study staff): two or more patients; table B colour-coded by change, trajectories
+side by side and the comparison summary with its flags."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, render, services, tables, widgets
+from dashboard.page import engine_or_stop
+
+ANALYSES = ("comparison",)
+
+st.header("Compare patients", divider="gray")
+cfg, handle, refs = engine_or_stop()
+ids = services.patient_ids(handle, cfg)
+if len(ids) < 2:
+    st.warning("A comparison needs at least two patients in the knowledge base.")
+    st.stop()
+
+widgets.take_pending("patients", ANALYSES)
+widgets.show_parsed_note()
+with st.container(border=True, key="plan_box"):
+    patients = st.multiselect("Patients (two or more)", ids, default=ids[:2], key="patients",
+                              bind="query-params")
+    instruments, visit_filter = widgets.common_widgets()
+    plan = None
+    if len(patients) < 2:
+        st.warning("Choose at least two patients to compare.")
+    else:
+        plan = widgets.make_plan(sorted(patients), "comparison", instruments, visit_filter)
+    widgets.ask_box(handle, "compare", "patients", ANALYSES)
+result = widgets.run_step(handle, plan, "compare")
+if result is None:
+    st.info("Choose the patients and the plan above, then press **Run**.", icon=":material/touch_app:")
+    st.stop()
+
+left, right = st.columns([2, 3], gap="large")
+with left:
+    render.summary_panel(result)
+    render.flags_panel(result)
+    render.screening_notes(result)
+with right:
+    st.subheader("Table B")
+    st.caption("Change from the previous selected visit; decrease = improvement; "
+               "stable = smaller than the domain's MCID.")
+    tb = tables.table_b_frame(result)
+    st.dataframe(tables.style_changes(tb), hide_index=True, key="table_b")
+    st.subheader("Trajectories")
+    o1, o2 = st.columns(2)
+    side = o1.toggle("Side by side (one chart per patient)", value=False, key="side_by_side")
+    show_bands = o2.toggle("Severity bands", value=True, key="show_bands")
+    pats = list(result.plan.patients)
+    if side:
+        cols = st.columns(min(len(pats), 3))
+        for i, p in enumerate(pats):
+            with cols[i % len(cols)]:
+                st.plotly_chart(
+                    charts.trajectory_figure([f for f in result.facts if f.patient == p], refs,
+                                             show_bands=show_bands, height_per_domain=180),
+                    theme=None, key=f"trajectory_chart_{p}", width="stretch",
+                )
+    else:
+        st.plotly_chart(charts.trajectory_figure(result.facts, refs, show_bands=show_bands),
+                        theme=None, key="trajectory_chart", width="stretch")
+
+render.export_buttons(result, refs, "compare")
+st.page_link("views/provenance.py", label="Where does each number come from? Open Provenance",
+             icon=":material/fact_check:")

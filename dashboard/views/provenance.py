@@ -1,0 +1,107 @@
+"""Provenance page (QA reviewers): for the current result, every number in the summary linked to
+the ledger values and fact rows it came from and to the KB documents (id and text); the plan,
+each agent's narrative and prompt, the verification record, screening findings, the node trace,
+and CSV downloads of the fact table and the number links."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import render, report, state, tables
+from dashboard.page import engine_or_stop
+from dashboard.provenance import link_numbers, links_table
+
+st.header("Provenance", divider="gray")
+result = state.current_result()
+if result is None:
+    st.info("No result yet. Run an analysis on the Patient, Compare or Cohort page; its provenance "
+            "appears here.", icon=":material/fact_check:")
+    st.page_link("views/patient.py", label="Open the Patient page", icon=":material/person:")
+    st.stop()
+cfg, handle, refs = engine_or_stop()
+
+c1, c2 = st.columns([1, 2])
+with c1:
+    st.subheader("Plan")
+    st.json(result.plan.to_dict(), expanded=True)
+    if result.plan.query:
+        st.caption(f"Query: {result.plan.query}")
+with c2:
+    render.summary_panel(result)
+
+links = link_numbers(result)
+st.subheader(f"Numbers in the summary ({len(links)})")
+st.caption("Each number, the ledger values it can stand for (kind, patient, visit, domain), the fact "
+           "rows they are computed from and the KB documents behind them. Red = unsupported.")
+rows = links_table(links)
+df = pd.DataFrame(rows)
+if not df.empty:
+    st.dataframe(df.style.map(lambda v: "" if v else "background-color: #F6DEDA", subset=["supported"]),
+                 hide_index=True, key="links_table")
+    labels = [f"#{i} \u201c{lk.text}\u201d at {lk.start}-{lk.end}" + ("" if lk.supported else " (unsupported)")
+              for i, lk in enumerate(links, start=1)]
+    pick = st.selectbox("Trace one number to its sources", range(len(links)), format_func=lambda i: labels[i],
+                        key="trace_number")
+    lk = links[pick]
+    s = max(0, lk.start - 60)
+    st.markdown("> \u2026" + result.summary[s:lk.start].replace("\n", " ") + f"**[{lk.text}]**"
+                + result.summary[lk.end:lk.end + 60].replace("\n", " ") + "\u2026")
+    if not lk.supported:
+        st.error(f"Unsupported: {lk.reason or 'no fact has this value'}")
+    a, b = st.columns(2)
+    with a:
+        st.markdown("**Ledger values**")
+        st.dataframe(pd.DataFrame([v.__dict__ for v in lk.values]), hide_index=True, key="trace_values")
+        st.markdown("**Fact rows**")
+        st.dataframe(tables.facts_frame(lk.facts), hide_index=True, key="trace_facts")
+    with b:
+        st.markdown("**KB documents**")
+        docs = handle.kb.get_docs(lk.doc_ids) if lk.doc_ids else []
+        if not docs:
+            st.caption("No KB document: this value is computed (e.g. a slope or cohort statistic) "
+                       "or comes from contexts/." if lk.values else "No source found.")
+        for d in docs:
+            with st.container(border=True):
+                st.markdown(f"`{d.id}` \u00b7 source `{d.metadata.get('source', '')}`")
+                st.text(d.text)
+else:
+    st.caption("The summary contains no numbers.")
+
+st.subheader("Agents")
+for agent, text in result.narratives.items():
+    with st.expander(f"{agent}: narrative and prompt"):
+        st.markdown("**Narrative**")
+        st.text(text)
+        st.markdown("**Prompt**")
+        st.code(result.prompts.get(agent, "(no prompt recorded: deterministic text)"), language=None,
+                wrap_lines=True)
+for agent in [a for a in result.prompts if a not in result.narratives]:
+    with st.expander(f"{agent}: prompt"):
+        st.code(result.prompts[agent], language=None, wrap_lines=True)
+
+v1, v2 = st.columns(2)
+with v1:
+    st.subheader("Verification record")
+    st.json(result.verification or {}, expanded=False)
+with v2:
+    st.subheader("Screening findings")
+    if result.screening:
+        st.dataframe(tables.flags_frame(result.screening), hide_index=True, key="screening")
+    else:
+        st.caption("No screening findings.")
+    st.subheader("Pipeline trace")
+    st.dataframe(pd.DataFrame([t.__dict__ for t in result.trace]), hide_index=True, key="trace")
+
+st.subheader("Downloads")
+d1, d2, d3 = st.columns(3)
+d1.download_button("Fact table (CSV)", lambda: report.facts_csv(result), file_name="marag-facts.csv",
+                   mime="text/csv", key="dl_facts_prov", on_click="ignore", icon=":material/table:")
+d2.download_button("Number links (CSV)", lambda: report.provenance_csv(result),
+                   file_name="marag-provenance.csv", mime="text/csv", key="dl_links_prov",
+                   on_click="ignore", icon=":material/link:")
+d3.download_button("Result (JSON)", lambda: json.dumps(result.to_json(), indent=1, default=str),
+                   file_name="marag-result.json", mime="application/json", key="dl_json_prov",
+                   on_click="ignore", icon=":material/data_object:")

@@ -1,0 +1,188 @@
+"""Plan widgets shared by the analysis pages, the "ask in words" box and the Run step.
+
+The widgets build an `engine.types.Plan` directly (patients, analysis, instruments, visit filter
+with N); every widget is bound to a query parameter, so a URL reproduces a view (`run=1` in the URL
+also runs the plan once when the page opens). A query typed in words is parsed by the engine's
+planner into the widgets for the user to check before running; nothing runs on parse.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+import streamlit as st
+
+from dashboard import state
+from dashboard.services import EngineHandle
+from engine.types import Plan, Result
+
+VISIT_KINDS: dict[str, str] = {
+    "none": "All visits",
+    "baseline": "Baseline only",
+    "latest_visit": "Latest visit",
+    "baseline_vs_latest": "Baseline vs latest",
+    "visit_N": "Visit N",
+    "first_N_visits": "First N visits",
+    "last_N_visits": "Last N visits",
+}
+#: Short labels: bound widgets put the label in the URL (e.g. ?instruments=MDS-UPDRS).
+INSTRUMENT_LABELS = {"updrs": "MDS-UPDRS", "pdq8": "PDQ-8"}
+ANALYSIS_LABELS = {
+    "trajectory": "Trajectory",
+    "single_session": "Single session",
+    "comparison": "Comparison",
+    "cohort": "Cohort",
+}
+#: Which page shows which analyses (used to route a plan parsed from words).
+PAGE_FOR_ANALYSIS = {
+    "trajectory": "views/patient.py",
+    "single_session": "views/patient.py",
+    "comparison": "views/compare.py",
+    "cohort": "views/cohort.py",
+}
+
+
+def split_visit_filter(vf: str) -> tuple[str, int]:
+    """'last_3_visits' -> ('last_N_visits', 3); 'baseline' -> ('baseline', 2)."""
+    m = re.fullmatch(r"(visit|first|last)_(\d+)(_visits)?", vf)
+    if not m:
+        return vf, 2
+    kind = "visit_N" if m.group(1) == "visit" else f"{m.group(1)}_N_visits"
+    return kind, int(m.group(2))
+
+
+def join_visit_filter(kind: str, n: int) -> str:
+    return kind.replace("N", str(int(n))) if "N" in kind else kind
+
+
+def apply_plan(plan: Plan, patient_key: str) -> None:
+    """Put a plan into this page's widget state (before the widgets are drawn)."""
+    if patient_key == "patient":
+        if plan.patients:
+            st.session_state["patient"] = plan.patients[0]
+        st.session_state["analysis"] = plan.analysis
+    elif patient_key == "question":
+        st.session_state["question"] = plan.query or st.session_state.get("question")
+    else:
+        st.session_state[patient_key] = list(plan.patients)
+    st.session_state["instruments"] = list(plan.instruments)
+    kind, n = split_visit_filter(plan.visit_filter)
+    st.session_state["visits"] = kind
+    st.session_state["n"] = n
+
+
+def common_widgets() -> tuple[list[str], str]:
+    """Instruments and visit filter (with N when the filter needs one)."""
+    instruments = st.multiselect(
+        "Instruments", list(INSTRUMENT_LABELS), default=["updrs", "pdq8"],
+        format_func=lambda i: INSTRUMENT_LABELS[i], key="instruments", bind="query-params",
+        help="MDS-UPDRS: motor (Part III), ADL (Part II), non-motor (Part I); PDQ-8: quality of life",
+    )
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        kind = st.selectbox("Visits", list(VISIT_KINDS), format_func=lambda k: VISIT_KINDS[k],
+                            key="visits", bind="query-params")
+    with c2:
+        n = st.number_input("N", min_value=1, max_value=99, value=2, step=1, key="n",
+                            bind="query-params", disabled="N" not in kind,
+                            help="Visit number, or how many visits, for the filters that need it")
+    return instruments, join_visit_filter(kind, int(n))
+
+
+def make_plan(patients: Sequence[int], analysis: str, instruments: Sequence[str], visit_filter: str,
+              query: str = "") -> Plan | None:
+    """The Plan, or None after showing what is wrong with the widgets."""
+    if not instruments:
+        st.warning("Choose at least one instrument.")
+        return None
+    try:
+        return Plan(tuple(patients), analysis, tuple(instruments), visit_filter, query)
+    except ValueError as e:
+        st.error(f"The plan is not valid: {e}")
+        return None
+
+
+def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[str, ...]) -> None:
+    """Optional 'ask in words': parse a query with the engine's planner into the widgets."""
+    with st.expander("Ask in words (fills in the plan for you to check)", expanded=False):
+        text = st.text_input("Question", key=f"ask_{page}",
+                             placeholder="e.g. How has patient 3's motor score changed over the last 3 visits?")
+        if st.button("Fill in the plan", key=f"parse_{page}", disabled=not text.strip()):
+            try:
+                plan = handle.plan(text)
+            except ValueError as e:
+                st.error(str(e))
+                return
+            state.set_pending(plan)
+            target = PAGE_FOR_ANALYSIS[plan.analysis]
+            st.session_state["marag_parsed_note"] = (
+                f"Parsed \u201c{text}\u201d as a **{ANALYSIS_LABELS[plan.analysis].lower()}** plan "
+                f"(patients {', '.join(map(str, plan.patients)) or 'all'}; instruments "
+                f"{', '.join(plan.instruments)}; visits {plan.visit_filter}). "
+                "Check the widgets, then press **Run**."
+            )
+            if plan.analysis in analyses:
+                st.rerun()
+            else:
+                st.switch_page(target)
+
+
+def take_pending(patient_key: str, analyses: tuple[str, ...]) -> None:
+    """Apply a plan parsed from words to this page's widgets (call before drawing them)."""
+    plan = state.pop_pending(analyses)
+    if plan is not None:
+        apply_plan(plan, patient_key)
+
+
+def show_parsed_note() -> None:
+    note = st.session_state.pop("marag_parsed_note", None)
+    if note:
+        st.info(note, icon=":material/edit_note:")
+
+
+def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | None:
+    """The Run button and progress per pipeline node; returns the stored result for this plan and
+    backend (no engine run when one is stored), or the new one after Run."""
+    if plan is None:
+        st.button("Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:", disabled=True)
+        return None
+    backend = handle.backend
+    existing = state.get_result(plan, backend)
+    autorun_flag = f"marag_autorun_{page}"
+    auto = (existing is None and st.query_params.get("run") == "1"
+            and not st.session_state.get(autorun_flag))
+    st.session_state[autorun_flag] = True
+    clicked = st.button("Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:",
+                        help="Run the pipeline for this plan (cached results are reused)")
+    if not (clicked or auto):
+        if existing is not None:
+            state.set_current(plan, backend)
+        return existing
+    starts: dict[str, float] = {}
+    with st.status(f"Running the {plan.analysis} pipeline ({backend})...", expanded=False) as status:
+
+        def on_node(node: str, what: str) -> None:
+            if what == "start":
+                starts[node] = time.perf_counter()
+                status.update(label=f"Running: {node}...")
+            else:
+                ms = (time.perf_counter() - starts.get(node, time.perf_counter())) * 1000
+                status.write(f"\u2713 {node} ({what}, {ms:.0f} ms)")
+
+        t0 = time.perf_counter()
+        try:
+            result = handle.run(plan, on_node)
+        except ValueError as e:
+            status.update(label="The run stopped", state="error", expanded=True)
+            st.error(str(e))
+            return None
+        status.update(
+            label=f"Done in {time.perf_counter() - t0:.1f} s, {result.llm_calls} LLM call"
+                  f"{'s' if result.llm_calls != 1 else ''} ({backend})",
+            state="complete",
+        )
+    state.store_result(plan, backend, result)
+    st.query_params["run"] = "1"
+    return result

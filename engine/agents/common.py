@@ -1,0 +1,162 @@
+"""Deterministic computations shared by the agents: per-visit series with deltas, cumulative
+change, MCID-aware labels and severity; number formatting at the ledger's rounding.
+
+Definitions (DESIGN.md): delta = S(v) - S(previous visit with a score); cumulative = S(v) - S(first
+visit in the selection), which is the baseline when visit 1 is selected; a decrease is an
+improvement; with an MCID, |change| below it is "stable", else improved/worsened (asymmetric
+thresholds); without a verified MCID (PDQ-8) the label is the direction only ("direction only").
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from engine.contexts import Contexts, Mcid
+from engine.types import Fact
+from kb_store.documents import fmt_num
+from kb_store.profiles import DOMAINS
+
+DOMAIN_WORDS = {"motor": "motor", "adl": "ADL", "nonmotor": "non-motor", "qol": "quality of life (PDQ-8)"}
+#: significance text when the scale has no verified MCID (PDQ-8): the change is reported by direction
+NO_MCID = "direction only"
+
+
+def fmt(x: float | None) -> str:
+    """Scores and changes as written everywhere: 14, 2.5, missing."""
+    return fmt_num(None if x is None else round(float(x), 2))
+
+
+def fmt_signed(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    x = round(float(x), 2)
+    return ("+" if x > 0 else "") + fmt_num(x) if x != 0 else "0"
+
+
+def fmt2(x: float | None) -> str:
+    """Slopes and means: 2 decimals (the ledger tolerance is 0.005)."""
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+@dataclass(frozen=True)
+class Change:
+    value: float
+    label: str  # improved | worsened | stable | unchanged
+    significance: str  # "at or above MCID 4.63" | "below MCID 4.63" | "direction only" (no MCID)
+    mcid: float | None  # the threshold compared against (signed), when there is one
+
+    def text(self) -> str:
+        return f"{self.label}; {self.significance}"
+
+
+def classify(change: float, mcid: Mcid | None) -> Change:
+    change = round(change, 2)
+    if mcid is None:
+        lab = "worsened" if change > 0 else "improved" if change < 0 else "unchanged"
+        return Change(change, lab, NO_MCID, None)
+    if change >= mcid.worsening:
+        return Change(change, "worsened", f"at or above MCID {fmt(mcid.worsening)}", mcid.worsening)
+    if change <= mcid.improvement:
+        return Change(change, "improved", f"at or above MCID {fmt(abs(mcid.improvement))}", mcid.improvement)
+    thr = mcid.worsening if change >= 0 else mcid.improvement
+    return Change(change, "stable", f"below MCID {fmt(abs(thr))}", thr)
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    patient: int
+    visit: int
+    date: str
+    domain: str
+    profile: str
+    score: float | None
+    missing: int
+    severity: str | None
+    prev_visit: int | None
+    delta: Change | None
+    ref_visit: int  # the visit cumulative change is measured from (1 = baseline)
+    cumulative: Change | None
+    doc_id: str
+
+    @property
+    def ref_word(self) -> str:
+        return "baseline" if self.ref_visit == 1 else f"visit {self.ref_visit}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["delta"] = None if self.delta is None else asdict(self.delta)
+        d["cumulative"] = None if self.cumulative is None else asdict(self.cumulative)
+        return d
+
+
+def series(facts: Iterable[Fact], ctx: Contexts) -> dict[tuple[int, str], list[SeriesRow]]:
+    """(patient, domain) -> rows in visit order with delta, cumulative change and severity."""
+    groups: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+    for f in facts:
+        groups[(f.patient, f.domain)].append(f)
+    out: dict[tuple[int, str], list[SeriesRow]] = {}
+    for key in sorted(groups, key=lambda k: (k[0], DOMAINS.index(k[1]) if k[1] in DOMAINS else 99)):
+        fs = sorted(groups[key], key=lambda f: f.visit)
+        scored = [f for f in fs if f.score is not None]
+        ref = scored[0] if scored else None
+        rows = []
+        prev: Fact | None = None
+        for f in fs:
+            mcid = ctx.mcid_for(f.profile, f.domain)
+            delta = cum = None
+            if f.score is not None and prev is not None:
+                delta = classify(f.score - prev.score, mcid)  # type: ignore[operator]
+            if f.score is not None and ref is not None and f.visit != ref.visit:
+                cum = classify(f.score - ref.score, mcid)  # type: ignore[operator]
+            rows.append(SeriesRow(
+                f.patient, f.visit, f.date, f.domain, f.profile, f.score, f.missing,
+                ctx.severity_of(f.profile, f.domain, f.score), prev.visit if prev and delta else None,
+                delta, ref.visit if ref else f.visit, cum, f.doc_id,
+            ))
+            if f.score is not None:
+                prev = f
+        out[key] = rows
+    return out
+
+
+def score_phrase(r: SeriesRow) -> str:
+    """'motor 14 (mild)' or 'motor 14 (partial: 2 items missing)'."""
+    s = f"{DOMAIN_WORDS.get(r.domain, r.domain)} {fmt(r.score)}"
+    extra = []
+    if r.severity:
+        extra.append(r.severity)
+    if r.missing:
+        extra.append(f"partial: {r.missing} item(s) missing")
+    return s + (f" ({', '.join(extra)})" if extra else "")
+
+
+def change_phrase(r: SeriesRow) -> str:
+    """'+2 from visit 2 (stable; below MCID 4.63), +5 from baseline (worsened; at or above MCID 4.63)'."""
+    parts = []
+    if r.delta is not None and r.prev_visit is not None and r.prev_visit != r.ref_visit:
+        parts.append(f"{fmt_signed(r.delta.value)} from visit {r.prev_visit} ({r.delta.text()})")
+    if r.cumulative is not None:
+        parts.append(f"{fmt_signed(r.cumulative.value)} from {r.ref_word} ({r.cumulative.text()})")
+    return ", ".join(parts)
+
+
+def least_squares_slope(xs: list[float], ys: list[float]) -> float | None:
+    """Ordinary least-squares slope of ys on xs; None with fewer than 2 distinct xs."""
+    n = len(xs)
+    if n < 2 or len(set(xs)) < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+
+
+def render_series_table(rows: Iterable[SeriesRow]) -> str:
+    """The facts block of a prompt: one line per patient visit, numbers as the ledger has them."""
+    lines = []
+    for r in rows:
+        line = f"Patient {r.patient}, visit {r.visit} ({r.date}): {score_phrase(r)}"
+        ch = change_phrase(r)
+        lines.append(line + (f", {ch}" if ch else (", baseline" if r.visit == 1 else "")) + ".")
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Final Agent: score table T, incongruence and red-flag rows, synthesis-mode dispatch, request.
+
+- T lists S_d(p, v) for every patient, visit and domain of F.
+- incongruence: at one visit, a domain scores 0 while another domain of the same patient is at or
+  above its moderate cut-off (contexts/thresholds.json `incongruence.moderate_cutoff`).
+- red flags: item values at or above the rule's threshold (contexts/thresholds.json `red_flags`,
+  from clinical-scales.md), matched by the fact's profile item codes.
+- mode: cohort when the cohort agent ran, comparison when table B exists, single_session when the
+  plan says so and domain narratives exist, else trajectory (the paper's dispatcher).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from engine.agents.common import DOMAIN_WORDS, fmt
+from engine.contexts import Contexts
+from engine.llm.base import LLMRequest
+from engine.prompts import load_prompt
+from engine.types import Fact
+from kb_store.profiles import DOMAINS, load_profile
+
+
+def score_table(facts: Sequence[Fact]) -> list[dict[str, Any]]:
+    """T: one row per patient visit with each domain's score (None = not scored / not selected)."""
+    rows: dict[tuple[int, int], dict[str, Any]] = {}
+    for f in facts:
+        r = rows.setdefault((f.patient, f.visit), {"patient": f.patient, "visit": f.visit, "date": f.date,
+                                                   **{d: None for d in DOMAINS}})
+        r[f.domain] = f.score
+    return [rows[k] for k in sorted(rows)]
+
+
+def render_score_table(table: Sequence[dict[str, Any]], domains: Sequence[str] = DOMAINS) -> str:
+    lines = []
+    for r in table:
+        parts = [f"{DOMAIN_WORDS[d]} {fmt(r[d])}" for d in domains if r.get(d) is not None]
+        lines.append(f"Patient {r['patient']}, visit {r['visit']} ({r['date']}): " + ", ".join(parts))
+    return "\n".join(lines)
+
+
+def incongruence_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
+    by_visit: dict[tuple[int, int], list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.score is not None:
+            by_visit[(f.patient, f.visit)].append(f)
+    out = []
+    for (p, v), fs in sorted(by_visit.items()):
+        for z in fs:
+            if z.score != 0:
+                continue
+            for e in fs:
+                cut = ctx.moderate_cutoff(e.profile, e.domain)
+                if e is z or cut is None or e.score is None or e.score < cut:
+                    continue
+                out.append({
+                    "patient": p, "visit": v, "date": z.date, "domain": z.domain,
+                    "elevated_domain": e.domain, "values": {z.domain: z.score, e.domain: e.score},
+                    "cutoff": cut, "rule": ctx.incongruence_rule,
+                    "source": "contexts/thresholds.json incongruence.moderate_cutoff."
+                              f"{e.profile}: {ctx.moderate_source.get(e.profile, '')}",
+                })
+    return out
+
+
+def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
+    out = []
+    for f in facts:
+        prof = load_profile(f.profile)
+        for rule in ctx.red_flags:
+            for code in rule.items.get(f.profile, ()):
+                val = f.items.get(code)
+                if code not in f.items or val is None or val < rule.min:
+                    continue
+                out.append({
+                    "patient": f.patient, "visit": f.visit, "date": f.date, "domain": f.domain,
+                    "item": code, "item_label": prof.item(code).label, "value": val,
+                    "threshold": rule.min, "rule": rule.id, "label": rule.label, "why": rule.why,
+                    "source": rule.source,
+                })
+    return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
+
+
+def render_flags(flags: dict[str, list[dict[str, Any]]]) -> str:
+    lines = []
+    for r in flags.get("incongruence", []):
+        lines.append(f"Incongruence: patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} "
+                     f"{fmt(r['values'][r['domain']])} while {DOMAIN_WORDS[r['elevated_domain']]} (moderate "
+                     f"cut-off {fmt(r['cutoff'])}) is {fmt(r['values'][r['elevated_domain']])}.")
+    for r in flags.get("red_flags", []):
+        lines.append(f"Red flag: patient {r['patient']}, visit {r['visit']}: {r['item_label']} = "
+                     f"{fmt(r['value'])} (threshold {fmt(r['threshold'])}; {r['why']}).")
+    return "\n".join(lines) or "none"
+
+
+def dispatch_mode(analysis: str, *, cohort: bool, comparison: bool, domain_narratives: bool) -> str:
+    if cohort:
+        return "cohort"
+    if comparison:
+        return "comparison"
+    if analysis == "single_session" and domain_narratives:
+        return "single_session"
+    return "trajectory"
+
+
+def final_request(query: str, mode: str, upstream: str, table_text: str, flags_text: str,
+                  context: str) -> LLMRequest:
+    p = load_prompt("final")
+    return LLMRequest(
+        system=p["system"].format(context=context),
+        user=p["user"].format(query=query, mode=mode, structure=p["structures"][mode], upstream=upstream,
+                              table=table_text, flags=flags_text),
+        agent="final",
+    )

@@ -1,0 +1,117 @@
+"""`marag plan` and `marag ask`: parse flags, run the engine, print text or JSON.
+
+Flags given to `ask` (--patients, --analysis, --instruments, --visits) override the parsed plan.
+Errors a user can fix raise ValueError / FileNotFoundError; engine.cli prints them as one line and
+exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from engine.config import Config
+from engine.types import Plan
+
+
+def _csv_ints(text: str) -> tuple[int, ...]:
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        if not tok:
+            continue
+        if not tok.isdigit():
+            raise ValueError(f"--patients must be comma-separated integer ids, got {tok!r}")
+        out.append(int(tok))
+    return tuple(out)
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(t.strip().lower() for t in text.split(",") if t.strip())
+
+
+def _known_ids(cfg: Config) -> list[int] | None:
+    try:
+        from engine.factory import open_kb
+
+        return open_kb(cfg).patient_ids()
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def plan(args: argparse.Namespace, cfg: Config) -> int:
+    """Print the plan for a query. Checks ids against the KB when one exists."""
+    from engine.plan import check_patients, parse_query
+
+    engine_plan = None
+    if cfg.planner == "llm" and cfg.llm != "facts":
+        from engine.factory import open_engine
+
+        engine_plan = open_engine(cfg).plan(args.query)
+    p = engine_plan or parse_query(args.query)
+    known = None if engine_plan else _known_ids(cfg)
+    if known is not None:
+        check_patients(p, known)
+    d = p.to_dict()
+    if getattr(args, "json", False):
+        print(json.dumps(d))
+    else:
+        pats = ", ".join(map(str, d["patients"])) or "all patients in the knowledge base"
+        print(f"patients:     {pats}\nanalysis:     {d['analysis']}\n"
+              f"instruments:  {', '.join(d['instruments'])}\nvisit filter: {d['visit_filter']}")
+        if known is None:
+            print("(no knowledge base found: patient ids not checked)", file=sys.stderr)
+    return 0
+
+
+def plan_from_args(args: argparse.Namespace, parsed: Plan | None) -> Plan | None:
+    """The parsed plan with command-line overrides applied (None when nothing to override)."""
+    over: dict[str, Any] = {}
+    if getattr(args, "patients", None):
+        over["patients"] = _csv_ints(args.patients)
+    if getattr(args, "analysis", None):
+        over["analysis"] = args.analysis
+    if getattr(args, "instruments", None):
+        over["instruments"] = _csv(args.instruments)
+    if getattr(args, "visits", None):
+        over["visit_filter"] = args.visits.strip().lower()
+    if not over:
+        return parsed
+    base = parsed.to_dict() if parsed else {}
+    base.update({k: list(v) if isinstance(v, tuple) else v for k, v in over.items()})
+    return Plan.from_dict(base, query=getattr(args, "query", "") or "")
+
+
+def ask(args: argparse.Namespace, cfg: Config) -> int:
+    from engine.factory import open_engine
+
+    query = getattr(args, "query", "") or ""
+    engine = open_engine(cfg)
+    overrides = any(getattr(args, k, None) for k in ("patients", "analysis", "instruments", "visits"))
+    if not query and not overrides:
+        raise ValueError("ask needs a QUERY or plan flags (--patients, --analysis, ...)")
+    if overrides:
+        parsed = engine.plan(query) if query else None
+        result = engine.ask(query, plan=plan_from_args(args, parsed))
+    else:
+        result = engine.ask(query)
+    if getattr(args, "json", False):
+        print(json.dumps(result.to_json(), default=str))
+        return 0
+    print(result.summary)
+    flags = result.flags
+    if flags.get("incongruence") or flags.get("red_flags"):
+        print("\nFlags:")
+        for r in flags.get("incongruence", []):
+            print(f"  incongruence: patient {r['patient']}, visit {r['visit']}: {r['domain']} = "
+                  f"{r['values'][r['domain']]:g} while {r['elevated_domain']} = "
+                  f"{r['values'][r['elevated_domain']]:g} (cut-off {r['cutoff']:g})")
+        for r in flags.get("red_flags", []):
+            print(f"  red flag: patient {r['patient']}, visit {r['visit']}: {r['item']} "
+                  f"({r['item_label']}) = {r['value']:g} >= {r['threshold']:g} [{r['source']}]")
+    v = result.verification
+    print(f"\n[{result.backend}; {result.llm_calls} LLM call(s); numbers checked {v.get('numbers', 0)}, "
+          f"unsupported {len(v.get('unsupported', []))}, fallback used: {v.get('fallback_used')}]")
+    return 0

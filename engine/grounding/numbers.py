@@ -1,0 +1,147 @@
+"""Numeric tokens in generated text: where each number is, what it reads as, and how the paper's
+lenient metrics tokenise it.
+
+Owns one thing: turning text into `NumberToken`s (integers, decimals, signed deltas, percentages,
+dates, ordinals) with character spans, so that the claim checker (claims.py), the guard and the
+metrics all see the same numbers. Instrument names that contain digits ("PDQ-8", "PDQ8",
+"all-MiniLM-L6-v2", item codes such as NP3GAIT) are not numbers; a date is one token, not three.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",),
+         ("jun", "june"), ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"),
+         ("oct", "october"), ("nov", "november"), ("dec", "december")]
+    )
+    for m in names
+}
+_MON = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+
+#: Date spellings, most specific first. Groups: y, m, d (d optional) or mon (month name).
+DATE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?<![\w.])(?P<y>(?:19|20)\d\d)[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?:[ T]\d\d:\d\d(?::\d\d)?Z?)?(?![\w])"),
+    re.compile(r"(?<![\w.])(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>(?:19|20)\d\d)(?![\w])"),
+    re.compile(r"(?<![\w.])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d\d)(?![\w])"),
+    re.compile(rf"(?<![\w])(?P<mon>{_MON})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)(?![\w])", re.I),
+    re.compile(rf"(?<![\w.])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<mon>{_MON})\s+(?P<y>(?:19|20)\d\d)(?![\w])", re.I),
+    re.compile(rf"(?<![\w])(?P<mon>{_MON})\s+(?P<y>(?:19|20)\d\d)(?![\w])", re.I),
+    re.compile(r"(?<![\w.])(?P<y>(?:19|20)\d\d)[-/](?P<m>\d{1,2})(?![\w/-])"),
+    re.compile(r"(?<![\w.])(?P<m>\d{1,2})/(?P<y>(?:19|20)\d\d)(?![\w])"),
+)
+
+#: Names that contain digits but are not numbers.
+NOT_NUMBERS = re.compile(
+    r"\bPDQ[-\s]?(?:8|39)\b|\bMDS-UPDRS\b|\ball-MiniLM-L6-v2\b|\bSmolLM2[-\w.]*|\bMiniLM\b"
+    r"|\b(?![Vv]\d+\b)[A-Za-z]+\d+[A-Za-z0-9_]*\b|\bQ4_1\b|\bPart\s+\d\b",
+    re.I,
+)
+
+NUMBER_RE = re.compile(r"(?<![\w.])(?P<sign>[-+\u2212]?)(?P<num>\d+(?:\.\d+)?)(?P<ord>st|nd|rd|th)?(?P<pct>\s?%)?(?![\w])")
+
+
+@dataclass(frozen=True)
+class NumberToken:
+    """One number as written. `kind` is number | percent | date | ordinal; `signed` when it was
+    written with an explicit + or - sign; `date` is the ISO form (YYYY-MM-DD, YYYY-MM or YYYY)."""
+
+    text: str
+    value: float
+    start: int
+    end: int
+    kind: str = "number"
+    signed: bool = False
+    decimals: int = 0
+    date: str | None = None
+
+
+def normalise(text: str) -> str:
+    """Unicode minus and dashes to ASCII so that offsets stay the same (one char for one char)."""
+    return text.replace("\u2212", "-").replace("\u2013", "-").replace("\u2014", "-")
+
+
+def extract_numbers(text: str) -> list[NumberToken]:
+    """Every numeric token in `text`, in order. Years written alone (1900-2099, not signed,
+    not a decimal) read as dates of precision 'year'."""
+    text = normalise(text)
+    taken = [False] * len(text)
+    out: list[NumberToken] = []
+    for m in NOT_NUMBERS.finditer(text):
+        for i in range(m.start(), m.end()):
+            taken[i] = True
+    for pat in DATE_PATTERNS:
+        for m in pat.finditer(text):
+            if any(taken[m.start():m.end()]):
+                continue
+            iso = _iso(m)
+            if iso is None:
+                continue
+            for i in range(m.start(), m.end()):
+                taken[i] = True
+            out.append(NumberToken(m.group(), float(iso.replace("-", "")[:8] or 0), m.start(), m.end(),
+                                   kind="date", date=iso))
+    for m in NUMBER_RE.finditer(text):
+        if any(taken[m.start():m.end()]):
+            continue
+        num = m.group("num")
+        sign = m.group("sign")
+        value = float(num) * (-1 if sign in ("-", "\u2212") else 1)
+        decimals = len(num.split(".")[1]) if "." in num else 0
+        if m.group("pct"):
+            kind = "percent"
+        elif m.group("ord"):
+            kind = "ordinal"
+        elif not sign and decimals == 0 and re.fullmatch(r"(?:19|20)\d\d", num):
+            out.append(NumberToken(m.group(), value, m.start(), m.end(), kind="date", date=num))
+            continue
+        else:
+            kind = "number"
+        out.append(NumberToken(m.group(), value, m.start(), m.end(), kind=kind, signed=bool(sign),
+                               decimals=decimals))
+    out.sort(key=lambda t: t.start)
+    return out
+
+
+def _iso(m: re.Match[str]) -> str | None:
+    g = m.groupdict()
+    y = int(g["y"])
+    if g.get("mon"):
+        mo = MONTHS.get(g["mon"].lower().rstrip("."))
+        if mo is None:
+            return None
+    else:
+        mo = int(g["m"])
+    if not 1 <= mo <= 12:
+        return None
+    d = g.get("d")
+    if d is None:
+        return f"{y:04d}-{mo:02d}"
+    if not 1 <= int(d) <= 31:
+        return None
+    return f"{y:04d}-{mo:02d}-{int(d):02d}"
+
+
+def canonical(x: float) -> str:
+    """A number as a paper-style token: no sign, no trailing zeros (14.0 -> '14', -2.50 -> '2.5')."""
+    x = abs(float(x))
+    if x.is_integer():
+        return str(int(x))
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def paper_tokens(text: str) -> list[str]:
+    """The paper's numeric tokens N_model of a summary: every number as a canonical token (sign
+    and % dropped; a date contributes its year, month and day as separate tokens, as a plain
+    digit regex over the text would)."""
+    toks: list[str] = []
+    for t in extract_numbers(text):
+        if t.kind == "date" and t.date:
+            toks.extend(canonical(float(p)) for p in t.date.split("-"))
+        else:
+            toks.append(canonical(t.value))
+    return toks

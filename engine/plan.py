@@ -1,0 +1,208 @@
+"""The Orchestrator (plan_node): query -> Plan(P, a, M, phi).
+
+Rules first (deterministic, no LLM call): patient ids, analysis type, instruments and visit filter
+are read from keywords, covering the paper's examples and their common variants. An optional LLM
+planner (cfg.planner == "llm") asks for JSON of the four fields; its output is validated and any
+unparseable answer gives the paper's safe default (trajectory, both instruments, none). The patient
+set always comes from the ids literally present in the query (rules), so a model can never widen
+the patient scope. Unknown ids raise `UnknownPatientError` naming the valid ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from engine.llm.base import LLM, LLMRequest
+from engine.prompts import load_prompt
+from engine.types import ANALYSES, INSTRUMENTS, VISIT_FILTER_RE, Plan
+
+
+class UnknownPatientError(ValueError):
+    """A plan names patient ids the KB does not hold."""
+
+
+WORD_NUMBERS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+}
+_NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+_SEP = r"\s*(?:,|and|&|or|vs\.?|versus|/)\s*(?:(?:proj(?:ect)?[\s_-]*ids?|patients?|pts?|ids?)\s*)?#?\s*"
+PATIENT_RE = re.compile(
+    r"\b(?:proj(?:ect)?[\s_-]*ids?|patients?|participants?|subjects?|pts?|ids?)\s*(?:no\.?\s*)?#?\s*"
+    r"(\d+(?:" + _SEP + r"\d+)*)\b",
+    re.I,
+)
+ALL_PATIENTS_RE = re.compile(r"\b(all|every|each)\s+(patients?|participants?|subjects?)\b|\bcohort\b", re.I)
+WHICH_PATIENT_RE = re.compile(r"\b(which|what|who)\s+(patients?|participants?|subjects?|one)\b|\bwho\b", re.I)
+COHORT_WORDS_RE = re.compile(
+    r"\b(highest|worst|lowest|best|fastest|slowest|most\s+stable|least\s+stable|stablest|average|"
+    r"mean|rank|ranking|top|most\s+improved|greatest|largest|smallest)\b",
+    re.I,
+)
+COMPARE_RE = re.compile(r"\b(compare|comparison|comparing|versus|vs\.?|between|contrast|differ\w*)\b", re.I)
+UPDRS_RE = re.compile(r"\b(updrs|mds-updrs|motor|adl|activities of daily living|daily living|"
+                      r"non-?\s?motor|part\s+(i{1,3}|[123]))\b", re.I)
+PDQ_RE = re.compile(r"\b(pdq-?\s?8?|quality\s+of\s+life|qol)\b", re.I)
+
+#: The paper's safe default when the planner output cannot be parsed.
+SAFE_DEFAULT = {"analysis": "trajectory", "instruments": ("updrs", "pdq8"), "visit_filter": "none"}
+
+
+def _n(tok: str) -> int:
+    return int(tok) if tok.isdigit() else WORD_NUMBERS[tok.lower()]
+
+
+def parse_patients(query: str) -> tuple[int, ...]:
+    """Patient ids written in the query, in first-mention order, without duplicates."""
+    out: list[int] = []
+    for m in PATIENT_RE.finditer(query):
+        for tok in re.findall(r"\d+", m.group(1)):
+            if int(tok) not in out:
+                out.append(int(tok))
+    return tuple(out)
+
+
+def parse_visit_filter(query: str) -> str:
+    q = query.lower()
+    if re.search(r"\b(baseline|first\s+visit)\b.{0,20}\b(vs\.?|versus|and|to|against|compared\s+(with|to))\b"
+                 r".{0,20}\b(latest|last|most\s+recent|current|final)\b", q):
+        return "baseline_vs_latest"
+    m = re.search(r"\b(first|last|latest|most\s+recent|final)\s+" + _NUM + r"\s+(visits|sessions|assessments)\b", q)
+    if m:
+        n = _n(m.group(2))
+        kind = "first" if m.group(1) == "first" else "last"
+        return f"{kind}_{n}_visits"
+    m = re.search(r"\b(visit|session|assessment)\s*(?:number\s*|no\.?\s*|#\s*)?(\d+)\b", q)
+    if m:
+        return f"visit_{int(m.group(2))}"
+    m = re.search(r"\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))\s+"
+                  r"(visit|session|assessment)\b", q)
+    if m:
+        tok = m.group(1)
+        n = int(re.sub(r"\D", "", tok)) if tok[0].isdigit() else WORD_NUMBERS[tok]
+        return f"visit_{n}"
+    if re.search(r"\b(baseline|first\s+(visit|session|assessment)|initial\s+(visit|assessment))\b", q):
+        return "baseline"
+    if re.search(r"\b(latest|last|most\s+recent|current|final)\s*(visit|session|assessment|status|score)?\b", q) \
+            and not re.search(r"\blast\s+(month|year|week)", q):
+        return "latest_visit"
+    return "none"
+
+
+def parse_instruments(query: str) -> tuple[str, ...]:
+    u = bool(UPDRS_RE.search(query))
+    p = bool(PDQ_RE.search(query))
+    if u and not p:
+        return ("updrs",)
+    if p and not u:
+        return ("pdq8",)
+    return ("updrs", "pdq8")
+
+
+def parse_analysis(query: str, patients: Sequence[int], visit_filter: str) -> str:
+    """compare/versus between patients -> comparison; cohort words, 'which patient' or 'all
+    patients' -> cohort; one patient at one visit -> single_session; otherwise trajectory."""
+    compare = bool(COMPARE_RE.search(query))
+    cohortish = bool(COHORT_WORDS_RE.search(query) or WHICH_PATIENT_RE.search(query))
+    if compare and len(patients) >= 2 and not WHICH_PATIENT_RE.search(query):
+        return "comparison"
+    if cohortish or (ALL_PATIENTS_RE.search(query) and not compare):
+        return "cohort"
+    if compare and (len(patients) != 1 or ALL_PATIENTS_RE.search(query)):
+        return "comparison"
+    if len(patients) >= 2:
+        return "comparison"
+    if visit_filter in ("baseline", "latest_visit") or visit_filter.startswith("visit_"):
+        return "single_session"
+    return "trajectory"
+
+
+def parse_query(query: str) -> Plan:
+    """Rule-based plan. Patients empty = every patient in the KB (also for 'all patients')."""
+    patients = parse_patients(query)
+    vf = parse_visit_filter(query)
+    analysis = parse_analysis(query, patients, vf)
+    return Plan(patients, analysis, parse_instruments(query), vf, query)
+
+
+def check_patients(plan: Plan, known: Sequence[int]) -> Plan:
+    """Raise UnknownPatientError when the plan names ids absent from the KB."""
+    known_set = set(int(k) for k in known)
+    bad = [p for p in plan.patients if p not in known_set]
+    if bad:
+        raise UnknownPatientError(
+            f"unknown patient id(s) {', '.join(map(str, bad))}; valid ids: {format_ids(sorted(known_set))}"
+        )
+    return plan
+
+
+def format_ids(ids: Sequence[int]) -> str:
+    """Compact id list: 1-44 or 1-3, 7, 9-10."""
+    if not ids:
+        return "(none: the knowledge base is empty)"
+    parts, start, prev = [], ids[0], ids[0]
+    for i in list(ids[1:]) + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(parts)
+
+
+# ---- optional LLM planner ------------------------------------------------------------------
+
+_ANALYSIS_ALIASES = {"single-session": "single_session", "single session": "single_session",
+                     "singlesession": "single_session", "session": "single_session",
+                     "longitudinal": "trajectory"}
+
+
+def parse_planner_output(text: str) -> dict | None:
+    """The four fields from the model's JSON answer, normalised; None when anything is off."""
+    m = re.search(r"\{.*\}", text, re.S)
+    if not m:
+        return None
+    try:
+        raw = json.loads(m.group())
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(raw, dict) or not {"patients", "analysis", "instruments", "visit_filter"} <= set(raw):
+        return None
+    analysis = str(raw["analysis"]).strip().lower()
+    analysis = _ANALYSIS_ALIASES.get(analysis, analysis.replace("-", "_"))
+    inst = raw["instruments"]
+    if isinstance(inst, str):
+        inst = [inst]
+    if not isinstance(inst, list):
+        return None
+    inst = [str(i).lower().replace("-", "").replace("_", "") for i in inst]
+    vf = str(raw["visit_filter"]).strip().lower().replace("-", "_").replace(" ", "_")
+    pats = raw["patients"]
+    if pats in ("all", None):
+        pats = []
+    if not isinstance(pats, list) or not all(isinstance(p, int | str) and str(p).isdigit() for p in pats):
+        return None
+    if analysis not in ANALYSES or not inst or any(i not in INSTRUMENTS for i in inst):
+        return None
+    if not VISIT_FILTER_RE.match(vf):
+        return None
+    return {"patients": [int(p) for p in pats], "analysis": analysis, "instruments": tuple(inst),
+            "visit_filter": vf}
+
+
+def plan_with_llm(query: str, llm: LLM) -> tuple[Plan, str, bool]:
+    """One planner LLM call. Returns (plan, raw output, used_default). Patients always come from
+    the rules (ids written in the query); the model chooses analysis, instruments and filter."""
+    prompt = load_prompt("planner")
+    req = LLMRequest(system=prompt["system"], user=prompt["user"].format(query=query),
+                     agent="planner", allowed_numbers=None, max_new_tokens=200)
+    raw = llm.generate([req])[0]
+    rule_patients = parse_patients(query)
+    parsed = parse_planner_output(raw)
+    if parsed is None:
+        return Plan(rule_patients, query=query, **SAFE_DEFAULT), raw, True
+    return Plan(rule_patients, parsed["analysis"], parsed["instruments"], parsed["visit_filter"], query), raw, False

@@ -1,0 +1,124 @@
+"""The Retrieve Node: intent map, exact-metadata fetch, visit filter, fact table F and its subsets.
+
+Only the plan's patients are fetched (`KBReader.session_docs(proj_id, instruments)`, an exact
+metadata match, never similarity search), so no other patient's data can enter the run. Facts are
+built from document metadata (score_<domain>, missing_<domain>, items_json), never from prose.
+PPMI ON-exam documents (condition "ON") are kept apart from the domain path and noted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+from engine.types import Fact, Plan
+from kb_store.documents import KBDoc
+from kb_store.profiles import DOMAINS, load_profile
+from kb_store.reader import KBReader
+
+#: Fixed lookup from the planner's analysis label to the pipeline's internal intent.
+INTENT_MAP: dict[str, str] = {
+    "trajectory": "trajectory",
+    "single_session": "single_session",
+    "single-session": "single_session",
+    "comparison": "comparison",
+    "cohort": "cohort",
+}
+
+
+class NoFactsError(ValueError):
+    """Nothing left to analyse after retrieval and the visit filter."""
+
+
+def facts_from_doc(doc: KBDoc) -> list[Fact]:
+    """One Fact per domain of the document's profile (of the four product domains)."""
+    m = doc.metadata
+    prof = load_profile(m["profile"])
+    items_all = json.loads(m.get("items_json") or "{}")
+    out = []
+    for dom in DOMAINS:
+        if dom not in prof.domains or f"missing_{dom}" not in m:
+            continue
+        codes = [i.code for i in prof.items_of(dom)]
+        score = m.get(f"score_{dom}")
+        out.append(Fact(
+            patient=int(m["proj_id"]), visit=int(m["visit"]), date=str(m["date"]),
+            instrument=str(m["instrument"]), domain=dom,
+            score=None if score is None else float(score),
+            items={c: items_all.get(c) for c in codes}, doc_id=doc.id,
+            missing=int(m.get(f"missing_{dom}", 0)), profile=str(m["profile"]),
+            condition=str(m.get("condition", "") or ""),
+        ))
+    return out
+
+
+def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], str | None]:
+    """Visits kept by the filter, and a note when the patient lacks what was asked."""
+    vs = sorted(set(visits))
+    if not vs:
+        return [], "no visits"
+    if visit_filter == "none":
+        return vs, None
+    if visit_filter == "baseline":
+        return ([1], None) if 1 in vs else ([], "no baseline (visit 1) record")
+    if visit_filter == "latest_visit":
+        return [vs[-1]], None
+    if visit_filter == "baseline_vs_latest":
+        if 1 not in vs:
+            return [vs[-1]], "no baseline (visit 1) record; latest visit only"
+        if len(vs) == 1:
+            return [1], "only one visit, so baseline and latest are the same visit"
+        return [1, vs[-1]], None
+    m = re.fullmatch(r"visit_(\d+)", visit_filter)
+    if m:
+        n = int(m.group(1))
+        return ([n], None) if n in vs else ([], f"no visit {n} (visits on record: {', '.join(map(str, vs))})")
+    m = re.fullmatch(r"(first|last)_(\d+)_visits", visit_filter)
+    if m:
+        n = int(m.group(2))
+        kept = vs[:n] if m.group(1) == "first" else vs[-n:]
+        note = None if len(vs) >= n else f"only {len(vs)} visit(s) on record, fewer than the {n} asked"
+        return kept, note
+    raise ValueError(f"unknown visit filter {visit_filter!r}")
+
+
+def retrieve_node(plan: Plan, kb: KBReader) -> dict:
+    """Returns the state fields intent, facts, subsets, on_facts, notes."""
+    intent = INTENT_MAP.get(plan.analysis)
+    if intent is None:
+        raise ValueError(f"no intent for analysis {plan.analysis!r}")
+    facts: list[Fact] = []
+    on_facts: list[Fact] = []
+    notes: list[str] = []
+    for p in plan.patients:
+        docs = kb.session_docs(p, list(plan.instruments))
+        rows: list[Fact] = []
+        for d in docs:
+            if int(d.metadata["proj_id"]) != p or d.metadata.get("granularity") != "session":
+                raise ValueError(f"KB returned document {d.id} outside the request for patient {p}")
+            fs = facts_from_doc(d)
+            if str(d.metadata.get("condition", "")).upper() == "ON":
+                on_facts.extend(fs)
+            else:
+                rows.extend(fs)
+        if not rows:
+            notes.append(f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base.")
+            continue
+        kept, note = select_visits([f.visit for f in rows], plan.visit_filter)
+        if note:
+            notes.append(f"Patient {p}: {note}.")
+        facts.extend(f for f in rows if f.visit in kept)
+    if on_facts:
+        n = len({(f.patient, f.visit) for f in on_facts})
+        notes.append(f"{n} ON-medication exam session(s) kept apart: ON and OFF exams are not comparable "
+                     "and are never averaged; the analysis uses OFF/untreated exams.")
+    if not facts:
+        raise NoFactsError("no facts remain for the plan: " + (" ".join(notes) or "the KB holds no sessions"))
+    facts.sort(key=lambda f: (f.patient, f.visit, DOMAINS.index(f.domain)))
+    subsets: dict[str, list[Fact]] = defaultdict(list)
+    for f in facts:
+        subsets[f.domain].append(f)
+    return {"intent": intent, "facts": facts, "subsets": {d: subsets.get(d, []) for d in DOMAINS},
+            "on_facts": on_facts, "notes": notes}

@@ -1,0 +1,48 @@
+"""The typed state the pipeline nodes read and update.
+
+Each node is a function `node(state, ctx) -> dict` returning only the fields it changes; the
+runner (engine.pipeline) merges them into the state with `State.update`. Keeping the state a plain
+dataclass (no LangGraph) makes each node testable with a hand-built state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from engine.types import Fact, FactValue, Plan, TraceEntry
+
+
+@dataclass
+class State:
+    query: str
+    plan: Plan
+    intent: str = ""  # internal label from the fixed intent map
+    facts: list[Fact] = field(default_factory=list)  # F (domain path: OFF/untreated only)
+    subsets: dict[str, list[Fact]] = field(default_factory=dict)  # F_motor, F_adl, F_nonmotor, F_qol
+    on_facts: list[Fact] = field(default_factory=list)  # PPMI ON-exam rows, kept apart
+    notes: list[str] = field(default_factory=list)  # retrieval notes (missing visits, ON exams)
+    series: dict[tuple[int, str], list[Any]] = field(default_factory=dict)  # agents.common.series
+    next_node: str = ""
+    narratives: dict[str, str] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)
+    table_b: list[dict[str, Any]] = field(default_factory=list)
+    upstream: str = ""  # the text handed to the final agent (N_d joined, O, or G)
+    cohort: dict[str, Any] | None = None
+    flags: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {"incongruence": [], "red_flags": []})
+    summary: str = ""
+    mode: str = ""
+    ledger: list[FactValue] = field(default_factory=list)
+    guard_records: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> record
+    screening: list[dict[str, Any]] = field(default_factory=list)
+    llm_calls: int = 0
+    planner_calls: int = 0
+    trace: list[TraceEntry] = field(default_factory=list)
+
+    def update(self, changes: dict[str, Any]) -> None:
+        known = {f.name for f in fields(self)}
+        for k, v in changes.items():
+            if k not in known:
+                raise KeyError(f"node returned unknown state field {k!r}")
+            setattr(self, k, v)

@@ -1,0 +1,604 @@
+"""The persistent Chroma knowledge base: atomic, incremental build and exact-metadata reads.
+
+This module owns the KB on disk (or on a Chroma server). It stores `build_documents(sessions)`
+(kb_store.documents) in one collection with deterministic ids, and reads them back by exact
+metadata `where` filters (never similarity) for the engine through the `KBReader` protocol.
+
+Embedded layout (``kb_dir``)::
+
+    CURRENT                 name of the live generation (one line), replaced atomically
+    gen-000007/             Chroma persist directory of that generation
+    gen-000007/manifest.json  embedding, collection, document and patient counts, build time
+    .build.lock             held (fcntl) by the one process building
+
+Build rule: documents whose id and ``content_hash`` metadata are already in the live generation are
+unchanged and are not embedded again; new ids are added, changed hashes updated (upsert), ids no
+longer produced are deleted. When nothing changed, the live generation is kept as it is. Otherwise
+the live generation is copied to a new generation directory, the changes are applied there, the
+count is checked, and only then CURRENT is switched (write to a temp file + fsync + os.replace).
+A failure at any point before the switch removes the new directory and leaves the previous KB
+untouched; the previous generation is deleted after a successful switch. Readers re-read CURRENT on
+every call and reopen when it changed.
+
+Server mode (``chroma_url``, e.g. http://localhost:8000): `chromadb.HttpClient`; the build writes a
+staging collection ``<name>__staging`` (unchanged documents copied with their stored embeddings, the
+rest embedded), checks its count, then swaps names (live -> ``<name>__old``, staging -> live) and
+drops the old one. Readers that hit the swap instant get a not-found error and retry.
+
+One writer process per KB directory (Chroma's rule for persist directories); `.build.lock` turns a
+second concurrent build into a clear error instead of a corrupt index. Any number of readers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import chromadb
+from chromadb.config import Settings
+
+from kb_store.documents import KBDoc, build_documents
+from kb_store.embeddings import make_embedding_function
+from kb_store.model import Session
+
+log = logging.getLogger(__name__)
+
+POINTER = "CURRENT"
+MANIFEST = "manifest.json"
+LOCK = ".build.lock"
+GEN_PREFIX = "gen-"
+EMBED_BATCH = 256
+FORMAT_VERSION = 1
+_EMBEDDING_BY_EF_NAME = {"marag-minilm": "minilm", "marag-hashing": "hashing"}
+
+
+class KBMissingError(FileNotFoundError):
+    """No knowledge base at the given location."""
+
+
+class KBBusyError(ValueError):
+    """Another process is building the same knowledge base."""
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    added: int
+    updated: int
+    unchanged: int
+    deleted: int
+    total: int
+    seconds: float
+    embedded: int = 0  # texts sent to the embedding function
+    generation: str = ""  # live generation (embedded) or collection name (server)
+    location: str = ""
+
+    def line(self) -> str:
+        return (
+            f"KB {self.location} [{self.generation}]: {self.total} documents "
+            f"({self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.deleted} deleted; {self.embedded} embedded) in {self.seconds:.2f} s"
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def settings() -> Settings:
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# locations
+# ---------------------------------------------------------------------------------------------
+
+
+def current_generation(kb_dir: str | Path) -> Path | None:
+    """The live generation directory, or None when the KB does not exist."""
+    kb_dir = Path(kb_dir)
+    try:
+        name = (kb_dir / POINTER).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    gen = kb_dir / name
+    return gen if name.startswith(GEN_PREFIX) and gen.is_dir() else None
+
+
+def read_manifest(gen: Path) -> dict:
+    try:
+        return json.loads((gen / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def kb_exists(
+    kb_dir: str | Path, *, collection: str = "marag_sessions", chroma_url: str | None = None
+) -> bool:
+    if chroma_url:
+        client = _http_client(chroma_url)
+        try:
+            client.get_collection(collection)
+            return True
+        except Exception:  # noqa: BLE001 - chromadb raises NotFoundError / ValueError by version
+            return False
+    gen = current_generation(kb_dir)
+    return gen is not None and read_manifest(gen).get("collection", collection) == collection
+
+
+def _http_client(url: str) -> Any:
+    u = urlparse(url if "://" in url else f"http://{url}")
+    if not u.hostname:
+        raise ValueError(f"chroma_url {url!r} has no host (expected e.g. http://localhost:8000)")
+    return chromadb.HttpClient(
+        host=u.hostname,
+        port=u.port or (443 if u.scheme == "https" else 8000),
+        ssl=u.scheme == "https",
+        settings=settings(),
+    )
+
+
+def _persistent_client(path: Path) -> Any:
+    return chromadb.PersistentClient(path=str(path), settings=settings())
+
+
+@contextlib.contextmanager
+def _write_lock(kb_dir: Path) -> Iterator[None]:
+    kb_dir.mkdir(parents=True, exist_ok=True)
+    with open(kb_dir / LOCK, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise KBBusyError(
+                f"another process is building the KB at {kb_dir}; one writer at a time"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------------------------------------
+# build
+# ---------------------------------------------------------------------------------------------
+
+
+def build_kb(
+    sessions: Iterable[Session],
+    kb_dir: str | Path,
+    *,
+    embedding: str = "minilm",
+    collection: str = "marag_sessions",
+    chroma_url: str | None = None,
+    embedding_function: Any = None,
+) -> BuildStats:
+    """Build or update the KB from sessions (visits assigned). Atomic; unchanged docs not re-embedded.
+
+    `embedding_function` overrides `embedding` with a ready Chroma embedding function (tests use it
+    to count or fail embedding calls)."""
+    t0 = time.perf_counter()
+    docs = build_documents(sessions)
+    ef = (
+        embedding_function if embedding_function is not None else make_embedding_function(embedding)
+    )
+    if chroma_url:
+        return _build_server(docs, ef, chroma_url, collection, t0)
+    return _build_embedded(docs, ef, Path(kb_dir), collection, t0)
+
+
+def _diff(
+    docs: Sequence[KBDoc], existing: dict[str, str]
+) -> tuple[list[KBDoc], list[KBDoc], list[str], list[str]]:
+    added = [d for d in docs if d.id not in existing]
+    updated = [d for d in docs if d.id in existing and existing[d.id] != d.metadata["content_hash"]]
+    unchanged = [d.id for d in docs if existing.get(d.id) == d.metadata["content_hash"]]
+    new_ids = {d.id for d in docs}
+    deleted = sorted(i for i in existing if i not in new_ids)
+    return added, updated, unchanged, deleted
+
+
+def _existing_hashes(col: Any, page: int) -> dict[str, str]:
+    out: dict[str, str] = {}
+    offset = 0
+    while True:
+        got = col.get(include=["metadatas"], limit=page, offset=offset)
+        for i, m in zip(got["ids"], got["metadatas"], strict=True):
+            out[i] = (m or {}).get("content_hash", "")
+        if len(got["ids"]) < page:
+            return out
+        offset += page
+
+
+def _write_docs(col: Any, docs: Sequence[KBDoc], ef: Any, max_batch: int) -> int:
+    """Embed and upsert `docs` in batches; returns the number of texts embedded."""
+    n = 0
+    step = max(1, min(EMBED_BATCH, max_batch))
+    for k in range(0, len(docs), step):
+        chunk = docs[k : k + step]
+        vecs = ef([d.text for d in chunk])
+        n += len(chunk)
+        col.upsert(
+            ids=[d.id for d in chunk],
+            documents=[d.text for d in chunk],
+            metadatas=[d.metadata for d in chunk],
+            embeddings=vecs,
+        )
+    return n
+
+
+def _delete(col: Any, ids: Sequence[str], max_batch: int) -> None:
+    for k in range(0, len(ids), max_batch):
+        col.delete(ids=list(ids[k : k + max_batch]))
+
+
+def _next_generation(kb_dir: Path) -> Path:
+    nums = [
+        int(m.group(1))
+        for p in kb_dir.glob(f"{GEN_PREFIX}*")
+        if (m := re.fullmatch(rf"{GEN_PREFIX}(\d+)", p.name))
+    ]
+    return kb_dir / f"{GEN_PREFIX}{max(nums, default=0) + 1:06d}"
+
+
+def _release(client: Any) -> None:
+    with contextlib.suppress(Exception):
+        client.close()
+
+
+def _switch_pointer(kb_dir: Path, gen: Path) -> None:
+    tmp = kb_dir / f".{POINTER}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(gen.name + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, kb_dir / POINTER)
+    with contextlib.suppress(OSError):
+        fd = os.open(kb_dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _build_embedded(
+    docs: list[KBDoc], ef: Any, kb_dir: Path, collection: str, t0: float
+) -> BuildStats:
+    ef_name = ef.name()
+    with _write_lock(kb_dir):
+        live = current_generation(kb_dir)
+        manifest = read_manifest(live) if live else {}
+        reuse = (
+            bool(live)
+            and manifest.get("ef") == ef_name
+            and manifest.get("collection") == collection
+        )
+        existing: dict[str, str] = {}
+        if reuse and live is not None:
+            client = _persistent_client(live)
+            try:
+                existing = _existing_hashes(
+                    client.get_collection(collection), client.get_max_batch_size()
+                )
+            finally:
+                _release(client)
+        added, updated, unchanged, deleted = _diff(docs, existing)
+        if reuse and live is not None and not (added or updated or deleted):
+            return BuildStats(
+                0,
+                0,
+                len(unchanged),
+                0,
+                len(docs),
+                time.perf_counter() - t0,
+                0,
+                live.name,
+                str(kb_dir),
+            )
+        # remove leftovers of builds that died before switching (never the live generation)
+        for stale in kb_dir.glob(f"{GEN_PREFIX}*"):
+            if live is None or stale.resolve() != live.resolve():
+                shutil.rmtree(stale, ignore_errors=True)
+        new = _next_generation(kb_dir)
+        client = None
+        try:
+            if reuse and live is not None:
+                shutil.copytree(live, new)
+            else:
+                new.mkdir(parents=True)
+            client = _persistent_client(new)
+            col = client.get_or_create_collection(collection, embedding_function=ef)
+            batch = client.get_max_batch_size()
+            embedded = _write_docs(col, [*added, *updated], ef, batch)
+            _delete(col, deleted, batch)
+            count = col.count()
+            if count != len(docs):
+                raise RuntimeError(
+                    f"KB build check failed: collection has {count} documents, expected {len(docs)}"
+                )
+            _release(client)
+            client = None
+            patients = sorted({int(d.metadata["proj_id"]) for d in docs})
+            (new / MANIFEST).write_text(
+                json.dumps(
+                    {
+                        "format_version": FORMAT_VERSION,
+                        "collection": collection,
+                        "ef": ef_name,
+                        "embedding": _EMBEDDING_BY_EF_NAME.get(ef_name, ef_name),
+                        "documents": len(docs),
+                        "patients": patients,
+                        "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    },
+                    indent=1,
+                ),
+                encoding="utf-8",
+            )
+            _switch_pointer(kb_dir, new)
+        except BaseException:
+            if client is not None:
+                _release(client)
+            shutil.rmtree(new, ignore_errors=True)
+            raise
+        if live is not None and live.resolve() != new.resolve():
+            shutil.rmtree(live, ignore_errors=True)
+        return BuildStats(
+            len(added) if reuse else len(docs),
+            len(updated),
+            len(unchanged),
+            len(deleted),
+            len(docs),
+            time.perf_counter() - t0,
+            embedded,
+            new.name,
+            str(kb_dir),
+        )
+
+
+def _build_server(docs: list[KBDoc], ef: Any, url: str, collection: str, t0: float) -> BuildStats:
+    client = _http_client(url)
+    batch = client.get_max_batch_size()
+    try:
+        live = client.get_collection(collection, embedding_function=ef)
+    except Exception:  # noqa: BLE001 - absent collection
+        live = None
+    existing = _existing_hashes(live, batch) if live is not None else {}
+    added, updated, unchanged, deleted = _diff(docs, existing)
+    if live is not None and not (added or updated or deleted):
+        return BuildStats(
+            0, 0, len(unchanged), 0, len(docs), time.perf_counter() - t0, 0, collection, url
+        )
+    staging_name, old_name = f"{collection}__staging", f"{collection}__old"
+    for name in (staging_name, old_name):
+        with contextlib.suppress(Exception):
+            client.delete_collection(name)
+    staging = client.create_collection(staging_name, embedding_function=ef)
+    try:
+        for k in range(0, len(unchanged), batch):  # copy unchanged docs with their stored vectors
+            got = live.get(
+                ids=unchanged[k : k + batch], include=["documents", "metadatas", "embeddings"]
+            )
+            staging.add(
+                ids=got["ids"],
+                documents=got["documents"],
+                metadatas=got["metadatas"],
+                embeddings=got["embeddings"],
+            )
+        embedded = _write_docs(staging, [*added, *updated], ef, batch)
+        if staging.count() != len(docs):
+            raise RuntimeError(
+                f"KB build check failed: staging has {staging.count()} documents, expected {len(docs)}"
+            )
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.delete_collection(staging_name)
+        raise
+    if live is not None:
+        live.modify(name=old_name)
+    staging.modify(name=collection)
+    if live is not None:
+        client.delete_collection(old_name)
+    return BuildStats(
+        len(added),
+        len(updated),
+        len(unchanged),
+        len(deleted),
+        len(docs),
+        time.perf_counter() - t0,
+        embedded,
+        collection,
+        url,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# read
+# ---------------------------------------------------------------------------------------------
+
+
+def open_kb(
+    kb_dir: str | Path,
+    *,
+    embedding: str = "minilm",
+    collection: str = "marag_sessions",
+    chroma_url: str | None = None,
+) -> ChromaKB:
+    """Open the KB for reading; raises KBMissingError when it was never built."""
+    if not kb_exists(kb_dir, collection=collection, chroma_url=chroma_url):
+        where = chroma_url or str(kb_dir)
+        raise KBMissingError(
+            f"no knowledge base (collection {collection!r}) at {where}; build it with `marag kb build`"
+        )
+    return ChromaKB(kb_dir, embedding=embedding, collection=collection, chroma_url=chroma_url)
+
+
+class ChromaKB:
+    """KBReader over the Chroma collection. Exact metadata filters only; similarity via `query`.
+
+    The embedded store follows CURRENT: every call checks the pointer and reopens the collection
+    after a rebuild. The embedding function used for similarity queries is the one the KB was
+    built with (recorded in the manifest); a different requested `embedding` is logged."""
+
+    def __init__(
+        self,
+        kb_dir: str | Path,
+        *,
+        embedding: str = "minilm",
+        collection: str = "marag_sessions",
+        chroma_url: str | None = None,
+    ):
+        self.kb_dir = Path(kb_dir)
+        self.collection_name = collection
+        self.chroma_url = chroma_url
+        self.requested_embedding = embedding
+        self.embedding = embedding
+        self.generation: str | None = None
+        self._client: Any = None
+        self._col: Any = None
+        self._patients: list[int] | None = None
+        self._open()
+
+    @staticmethod
+    def exists(
+        kb_dir: str | Path, *, collection: str = "marag_sessions", chroma_url: str | None = None
+    ) -> bool:
+        return kb_exists(kb_dir, collection=collection, chroma_url=chroma_url)
+
+    # -- connection ---------------------------------------------------------------------------
+    def _open(self) -> None:
+        self._patients = None
+        if self.chroma_url:
+            self._client = _http_client(self.chroma_url)
+            self.generation = self.collection_name
+            self._col = self._client.get_collection(
+                self.collection_name, embedding_function=make_embedding_function(self.embedding)
+            )
+            return
+        gen = current_generation(self.kb_dir)
+        if gen is None:
+            raise KBMissingError(
+                f"no knowledge base at {self.kb_dir}; build it with `marag kb build`"
+            )
+        manifest = read_manifest(gen)
+        built = manifest.get("embedding", self.requested_embedding)
+        if built != self.requested_embedding:
+            log.warning(
+                "KB at %s was built with embedding %r, not %r: similarity queries use %r",
+                self.kb_dir,
+                built,
+                self.requested_embedding,
+                built,
+            )
+        self.embedding = built if built in ("minilm", "hashing") else self.requested_embedding
+        self._manifest = manifest
+        self._client = _persistent_client(gen)
+        self.generation = gen.name
+        self._col = self._client.get_collection(
+            self.collection_name, embedding_function=make_embedding_function(self.embedding)
+        )
+
+    def _collection(self) -> Any:
+        if not self.chroma_url:
+            gen = current_generation(self.kb_dir)
+            if gen is None:
+                raise KBMissingError(f"knowledge base at {self.kb_dir} disappeared")
+            if gen.name != self.generation:
+                self.close()
+                self._open()
+        return self._col
+
+    def close(self) -> None:
+        if self._client is not None and not self.chroma_url:
+            _release(self._client)
+        self._client = self._col = None
+
+    # -- KBReader -----------------------------------------------------------------------------
+    def patient_ids(self) -> list[int]:
+        col = self._collection()
+        if self._patients is None:
+            if not self.chroma_url and "patients" in getattr(self, "_manifest", {}):
+                self._patients = [int(p) for p in self._manifest["patients"]]
+            else:
+                ids: set[int] = set()
+                page = self._client.get_max_batch_size()
+                offset = 0
+                while True:
+                    got = col.get(include=["metadatas"], limit=page, offset=offset)
+                    ids.update(int(m["proj_id"]) for m in got["metadatas"])
+                    if len(got["ids"]) < page:
+                        break
+                    offset += page
+                self._patients = sorted(ids)
+        return list(self._patients)
+
+    def session_docs(self, proj_id: int, instruments: Sequence[str] | None = None) -> list[KBDoc]:
+        return self._fetch(proj_id, "session", instruments)
+
+    def longitudinal_docs(
+        self, proj_id: int, instruments: Sequence[str] | None = None
+    ) -> list[KBDoc]:
+        """The patient's per-instrument longitudinal documents (granularity == longitudinal)."""
+        return self._fetch(proj_id, "longitudinal", instruments)
+
+    def get_docs(self, ids: Sequence[str]) -> list[KBDoc]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        got = self._collection().get(ids=ids, include=["documents", "metadatas"])
+        by_id = {
+            i: KBDoc(i, t, dict(m))
+            for i, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        }
+        return [by_id[i] for i in ids if i in by_id]
+
+    def count(self) -> int:
+        return int(self._collection().count())
+
+    def query(
+        self, text: str, n_results: int = 5, where: dict | None = None
+    ) -> list[tuple[KBDoc, float]]:
+        """Similarity search (dashboard/evaluation only; the pipeline never uses it)."""
+        res = self._collection().query(
+            query_texts=[text],
+            n_results=n_results,
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        return [
+            (KBDoc(i, t, dict(m)), float(d))
+            for i, t, m, d in zip(
+                res["ids"][0],
+                res["documents"][0],
+                res["metadatas"][0],
+                res["distances"][0],
+                strict=True,
+            )
+        ]
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _fetch(
+        self, proj_id: int, granularity: str, instruments: Sequence[str] | None
+    ) -> list[KBDoc]:
+        clauses: list[dict] = [{"proj_id": int(proj_id)}, {"granularity": granularity}]
+        inst = sorted(set(instruments or ()))
+        if len(inst) == 1:
+            clauses.append({"instrument": inst[0]})
+        elif inst:
+            clauses.append({"instrument": {"$in": inst}})
+        got = self._collection().get(where={"$and": clauses}, include=["documents", "metadatas"])
+        docs = [
+            KBDoc(i, t, dict(m))
+            for i, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        ]
+        return sorted(
+            docs, key=lambda d: (d.metadata.get("visit", 0), d.metadata["instrument"], d.id)
+        )

@@ -1,0 +1,135 @@
+"""`marag kb synth | build | report`: the knowledge-base subcommands (engine.cli dispatches here).
+
+Owns what each command prints and writes; the work itself lives in kb_store.synth (cohort),
+kb_store.ingest (sources -> sessions + validation issues), kb_store.validation (report text/JSON) and
+kb_store.chroma_kb (atomic incremental build). Each function returns the process exit code; problems
+the user can fix raise ValueError subclasses (the CLI prints one line and exits 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from engine.config import Config
+from kb_store import synth as synth_mod
+
+SYNTHETIC = "synthetic"
+REPORT_TXT = "validation_report.txt"
+REPORT_JSON = "validation_report.json"
+
+
+class SourceError(ValueError):
+    """A --source that does not exist or cannot be read."""
+
+
+def synth(args: argparse.Namespace, cfg: Config) -> int:
+    df = synth_mod.generate(patients=args.patients, visits=args.visits, seed=args.seed)
+    out = synth_mod.write_csv(df, args.out)
+    print(
+        f"wrote {out}: {df['proj_id'].nunique()} patients, {len(df)} visit rows "
+        f"(seed {args.seed}, up to {args.visits} visits each)"
+    )
+    return 0
+
+
+def resolve_sources(sources: list[str] | None) -> list[Path]:
+    """`--source` values as paths; 'synthetic' (the default) is the shipped sample."""
+    out: list[Path] = []
+    for s in sources or [SYNTHETIC]:
+        p = synth_mod.default_sample_path() if s == SYNTHETIC else Path(s).expanduser()
+        if not p.exists():
+            raise SourceError(
+                f"source {s} does not exist (expected a CSV file, a folder or 'synthetic')"
+            )
+        if p.is_file() and not os.access(p, os.R_OK):
+            raise SourceError(f"source {p} cannot be read (permission denied)")
+        out.append(p)
+    return out
+
+
+def load(args: argparse.Namespace, cfg: Config) -> Any:
+    """Ingest the sources named by the arguments; returns kb_store.ingest.IngestResult."""
+    from kb_store.ingest import load_sources
+
+    window = (
+        args.visit_window_days
+        if getattr(args, "visit_window_days", None) is not None
+        else cfg.visit_window_days
+    )
+    try:
+        return load_sources(resolve_sources(args.source), args.format, visit_window_days=window)
+    except (OSError, UnicodeError) as e:  # unreadable file: one line, exit 2
+        raise SourceError(f"cannot read source: {e}") from e
+
+
+def summary_lines(result: Any) -> list[str]:
+    """The counts part of the validation report (everything before the issue lists)."""
+    from kb_store.validation import format_report
+
+    text = format_report(result)
+    head = text.split("\n\n", 1)[0].splitlines()
+    return [ln for ln in head if not set(ln) <= {"="}]
+
+
+def write_reports(result: Any, kb_dir: Path) -> tuple[Path, Path]:
+    from kb_store.validation import format_report, report_dict
+
+    kb_dir.mkdir(parents=True, exist_ok=True)
+    txt, js = kb_dir / REPORT_TXT, kb_dir / REPORT_JSON
+    _atomic_write(txt, format_report(result) + "\n")
+    _atomic_write(js, json.dumps(report_dict(result), indent=1, default=str) + "\n")
+    return txt, js
+
+
+def build(args: argparse.Namespace, cfg: Config) -> int:
+    from kb_store.chroma_kb import build_kb, kb_exists
+
+    kb_dir = Path(cfg.kb_dir)
+    where = cfg.chroma_url or str(kb_dir)
+    if args.if_missing and kb_exists(kb_dir, collection=cfg.collection, chroma_url=cfg.chroma_url):
+        print(
+            f"KB already exists at {where} (collection {cfg.collection}); nothing to do (--if-missing)"
+        )
+        return 0
+    result = load(args, cfg)
+    for ln in summary_lines(result):
+        print(ln)
+    if not result.sessions:
+        sev = Counter(i.severity for i in result.issues)
+        raise SourceError(
+            f"no valid sessions in the sources ({sev.get('error', 0)} errors); "
+            "run `marag kb report` for the full report"
+        )
+    stats = build_kb(
+        result.sessions,
+        kb_dir,
+        embedding=cfg.embedding,
+        collection=cfg.collection,
+        chroma_url=cfg.chroma_url,
+    )
+    txt, js = write_reports(result, kb_dir)
+    print(f"full validation report: {txt} (JSON: {js})")
+    print(stats.line())
+    return 0
+
+
+def report(args: argparse.Namespace, cfg: Config) -> int:
+    from kb_store.validation import format_report, report_dict
+
+    result = load(args, cfg)
+    if args.json:
+        print(json.dumps(report_dict(result), indent=1, default=str))
+    else:
+        print(format_report(result))
+    return 0
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

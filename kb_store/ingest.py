@@ -1,0 +1,256 @@
+"""Entry point of ingest: source paths -> validated Sessions with visits, issues and stats.
+
+Owns `load_sources` (the contract other modules call), format detection, the cross-file steps
+(date outliers and duplicates need every session of a patient, visits need both instruments) and the
+row accounting that guarantees every data row ends in a Session or in the report.
+
+Formats (docs/data-ingest.md): `generic` (kb_store.ingest_generic), `marag` (kb_store.ingest_marag),
+`ppmi` (kb_store.ingest_ppmi, a set of part files joined together). `auto` detects per file by headers:
+PATNO + EVENT_ID -> ppmi; PROJ_ID + SESSION_DATE/PDQ_SESSION_DATE with the study columns -> marag;
+any mds-updrs / pdq8 item column -> generic.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_store.ingest_generic import Table, looks_generic, parse_generic, read_table
+from kb_store.ingest_marag import marag_kind, parse_marag
+from kb_store.ingest_ppmi import looks_ppmi, parse_ppmi
+from kb_store.model import Session, ValidationIssue
+from kb_store.validation import (
+    IngestError,
+    issue,
+    reject_date_outliers,
+    reject_duplicates,
+    source_refs,
+)
+from kb_store.visits import assign_visits
+
+__all__ = ["FORMATS", "IngestError", "IngestResult", "detect_format", "load_sources"]
+
+FORMATS = ("auto", "generic", "marag", "ppmi")
+CSV_SUFFIXES = (".csv", ".txt", ".tsv")
+
+
+@dataclass
+class IngestResult:
+    sessions: list[Session]  # validated, visits assigned, sorted by patient then visit
+    issues: list[ValidationIssue]
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[ValidationIssue]:
+        return [i for i in self.issues if i.severity == "error"]
+
+    @property
+    def warnings(self) -> list[ValidationIssue]:
+        return [i for i in self.issues if i.severity == "warning"]
+
+
+def detect_format(table: Table) -> str | None:
+    """'ppmi' | 'marag' | 'generic' from the headers, or None."""
+    if looks_ppmi(table):
+        return "ppmi"
+    if marag_kind(table) is not None:
+        return "marag"
+    if looks_generic(table):
+        return "generic"
+    return None
+
+
+def _expand(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) pairs; a folder contributes its .csv/.txt/.tsv files (sorted, not
+    recursive, hidden files skipped)."""
+    out: list[tuple[Path, bool]] = []
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files = sorted(
+                f
+                for f in p.iterdir()
+                if f.is_file() and f.suffix.lower() in CSV_SUFFIXES and not f.name.startswith(".")
+            )
+            if not files:
+                raise IngestError(f"{p}: folder holds no .csv file")
+            out += [(f, False) for f in files]
+        elif p.is_file():
+            out.append((p, True))
+        else:
+            raise IngestError(f"{p}: no such file or folder")
+    return out
+
+
+def load_sources(
+    paths: Sequence[str | Path],
+    fmt: str = "auto",
+    *,
+    visit_window_days: int = 0,
+    today: dt.date | None = None,
+) -> IngestResult:
+    """Read, validate and number the sessions of every source (files or folders).
+
+    Raises `IngestError` (one line naming the file) when a file cannot be read or, named explicitly,
+    matches no format. Everything else is an issue in the result.
+    """
+    if fmt not in FORMATS:
+        raise IngestError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
+    today = today or dt.date.today()
+    files = _expand(paths)
+    issues: list[ValidationIssue] = []
+    sessions: list[Session] = []
+    tables: list[tuple[Table, str]] = []
+    ppmi_tables: list[Table] = []
+    skipped: list[str] = []
+    for path, explicit in files:
+        table = read_table(path)
+        kind = detect_format(table) if fmt == "auto" else fmt
+        if kind == "marag" and marag_kind(table) is None:
+            kind = None
+        if kind == "ppmi" and not looks_ppmi(table):
+            kind = None
+        if fmt == "generic" and (marag_kind(table) or looks_ppmi(table)):
+            other = "a MA-RAG study CSV" if marag_kind(table) else "a PPMI export"
+            raise IngestError(
+                f"{path}: --format generic, but the headers are those of {other}; use --format auto"
+            )
+        if kind is None:
+            expected = "a generic session CSV, a MA-RAG study CSV or a PPMI MDS-UPDRS export"
+            if fmt != "auto":
+                expected = {
+                    "marag": "a MA-RAG study CSV",
+                    "ppmi": "a PPMI export (PATNO, EVENT_ID)",
+                }[fmt]
+            heads = ", ".join(table.header[:8]) + (", ..." if len(table.header) > 8 else "")
+            if explicit:
+                raise IngestError(
+                    f"{path}: cannot detect the format: headers [{heads}] are not {expected}"
+                )
+            issues.append(
+                issue(
+                    table.name,
+                    None,
+                    None,
+                    "unrecognised_file",
+                    f"headers [{heads}] are not {expected}; file skipped ({len(table.rows)} rows)",
+                )
+            )
+            skipped.append(table.name)
+            continue
+        if kind == "ppmi":
+            ppmi_tables.append(table)
+            tables.append((table, "ppmi"))
+            continue
+        if kind == "marag":
+            s, i = parse_marag(table, today=today)
+            tables.append((table, f"marag-{marag_kind(table)}"))
+        else:
+            s, i = parse_generic(table, today=today)
+            tables.append((table, "generic"))
+        sessions += s
+        issues += i
+    if ppmi_tables:
+        s, i, not_parts = parse_ppmi(ppmi_tables, today=today)
+        sessions += s
+        issues += i
+        for t in not_parts:
+            issues.append(
+                issue(
+                    t.name,
+                    None,
+                    None,
+                    "unrecognised_file",
+                    f"a PPMI file that is no MDS-UPDRS part (by name or columns); skipped "
+                    f"({len(t.rows)} rows)",
+                )
+            )
+            skipped.append(t.name)
+        tables = [(t, k) for t, k in tables if t not in not_parts]
+    sessions, out_issues = reject_date_outliers(sessions)
+    issues += out_issues
+    sessions, dup_issues = reject_duplicates(sessions)
+    issues += dup_issues
+    sessions, visit_issues = assign_visits(sessions, visit_window_days)
+    issues += visit_issues
+    issues += _account_rows(tables, sessions, issues)
+    stats = _stats(tables, sessions, issues, visit_window_days, skipped)
+    return IngestResult(sessions, issues, stats)
+
+
+def _account_rows(
+    tables: list[tuple[Table, str]], sessions: list[Session], issues: list[ValidationIssue]
+) -> list[ValidationIssue]:
+    """Guarantee: a data row in no session and in no issue gets an `unaccounted_row` error."""
+    covered = {ref for s in sessions for ref in source_refs(s)}
+    reported = {(i.file, i.row) for i in issues if i.row is not None}
+    file_level_errors = {i.file for i in issues if i.row is None and i.severity == "error"}
+    out = []
+    for t, _ in tables:
+        if t.name in file_level_errors:
+            continue
+        for rownum, _cells in t.rows:
+            if (t.name, rownum) not in covered and (t.name, rownum) not in reported:
+                out.append(
+                    issue(
+                        t.name,
+                        rownum,
+                        None,
+                        "unaccounted_row",
+                        "the row made no session and no rule reported it (ingest bug)",
+                    )
+                )
+    return out
+
+
+def _stats(
+    tables: list[tuple[Table, str]],
+    sessions: list[Session],
+    issues: list[ValidationIssue],
+    window: int,
+    skipped: list[str],
+) -> dict:
+    covered = {ref for s in sessions for ref in source_refs(s)}
+    files = []
+    for t, kind in tables:
+        rows = [(t.name, r) for r, _ in t.rows]
+        files.append(
+            {
+                "file": t.name,
+                "format": kind,
+                "rows_read": len(rows),
+                "blank_rows": t.blank_rows,
+                "sessions": sum(1 for s in sessions if s.source.file == t.name),
+                "rows_rejected": sum(1 for r in rows if r not in covered),
+            }
+        )
+    by_inst = Counter(s.instrument for s in sessions)
+    pats_by_inst: dict[str, set[int]] = defaultdict(set)
+    visits: dict[tuple[int, int], list[Session]] = defaultdict(list)
+    for s in sessions:
+        pats_by_inst[s.instrument].add(s.proj_id)
+        visits[(s.proj_id, s.visit or 0)].append(s)
+    multi = sum(1 for m in visits.values() if len({x.instrument for x in m}) > 1)
+    joined = sum(len({x.instrument for x in m}) - 1 for m in visits.values())
+    return {
+        "files": files,
+        "files_skipped": skipped,
+        "rows_read": sum(f["rows_read"] for f in files),
+        "blank_rows": sum(f["blank_rows"] for f in files),
+        "sessions": len(sessions),
+        "sessions_by_instrument": dict(sorted(by_inst.items())),
+        "patients": len({s.proj_id for s in sessions}),
+        "patients_by_instrument": {k: len(v) for k, v in sorted(pats_by_inst.items())},
+        "rows_rejected": sum(f["rows_rejected"] for f in files),
+        "visits": len(visits),
+        "visit_window_days": window,
+        "visits_multi_instrument": multi,
+        "sessions_joined": joined,
+        "issues_by_severity": dict(Counter(i.severity for i in issues)),
+        "issues_by_rule": dict(sorted(Counter(i.rule for i in issues).items())),
+    }

@@ -1,0 +1,376 @@
+"""Validation rules for ingested sessions and the human/JSON validation report.
+
+Owns: the catalogue of rules (`RULES`: name -> severity and meaning), the cell-level checks every
+ingest path shares (patient ids, item values, date plausibility), the cross-row checks that need all
+sessions of a patient (isolated-date outliers, duplicate sessions), and `format_report` /
+`report_dict` over an `IngestResult`.
+
+Severity is part of each rule, not chosen at call sites:
+- "error": the row (or the session it would make) is rejected and is not in the KB;
+- "warning": the row is kept, something about it needs a reader's attention;
+- "info": what ingest did on purpose (visits joined, columns ignored with a reason).
+Every data row ends in a Session or in at least one issue naming file, row, column and rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from kb_store.dates import DateParseError, ParsedDate, parse_date
+from kb_store.model import Session, ValidationIssue
+from kb_store.profiles import Item
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kb_store.ingest import IngestResult
+
+
+class IngestError(ValueError):
+    """A source cannot be read at all (or its format cannot be detected); one line naming the file."""
+
+
+#: Dates before this are implausible for a Parkinson's study session (e.g. birth dates typed in).
+EARLIEST_DATE = dt.date(1990, 1, 1)
+#: A session is an isolated-date outlier when the patient has at least OUTLIER_MIN_OTHERS other
+#: sessions and the nearest of them is more than OUTLIER_GAP_DAYS away (5 years: longer than any
+#: gap between follow-up visits of a cohort study; PPMI visits are at most 1 year apart).
+OUTLIER_GAP_DAYS = 5 * 365 + 1
+OUTLIER_MIN_OTHERS = 2
+#: Cell texts read as blank (missing) item values.
+BLANKS = frozenset({"", "NA", "N/A", "NAN", "NULL", "NONE", "-", "."})
+#: Cell texts that mean "not rated / unable to rate": missing, with a warning.
+NOT_RATED = frozenset({"UR", "NR", "NOT RATED", "UNABLE TO RATE"})
+
+RULES: dict[str, tuple[str, str]] = {
+    # file level
+    "unrecognised_file": (
+        "warning",
+        "a CSV inside a folder matches no known format; it is skipped",
+    ),
+    "missing_patient_column": ("error", "no patient-id column: every row of the file is rejected"),
+    "missing_date_column": ("error", "no date column: every row of the file is rejected"),
+    "unknown_column": (
+        "warning",
+        "a column that is neither a key, a descriptor nor an item; ignored",
+    ),
+    "ignored_column": ("info", "a known column not used for sessions (reason given)"),
+    "missing_item_column": ("warning", "an item of the instrument has no column: always missing"),
+    "ppmi_missing_part": ("warning", "a PPMI part file is absent: those domains stay missing"),
+    "encoding": ("info", "the file was not UTF-8 and was decoded as Windows-1252"),
+    # row shape
+    "short_row": ("warning", "the row has fewer cells than the header; absent cells are blank"),
+    "extra_cells": (
+        "warning",
+        "the row has more cells than the header; the extra cells are ignored",
+    ),
+    # keys
+    "missing_patient_id": ("error", "blank patient id"),
+    "non_integer_patient_id": ("error", "patient id is not a non-negative integer"),
+    "missing_date": ("error", "blank session date"),
+    "unparseable_date": ("error", "session date in no recognised format"),
+    "month_precision_date": ("warning", "month-only date (MM/YYYY) read as the 1st of the month"),
+    "implausible_date": ("error", "session date before 1990-01-01"),
+    "future_date": ("error", "session date after today"),
+    "date_outlier": (
+        "error",
+        "session date isolated > 5 years from every other session of the patient",
+    ),
+    # items
+    "non_numeric": ("error", "an item cell is not a number: the session is rejected"),
+    "out_of_range": (
+        "error",
+        "an item value is outside the profile's range: the session is rejected",
+    ),
+    "non_integer_item": ("warning", "an item value is not a whole number (kept as read)"),
+    "not_rated": ("warning", "an item marked not rated (UR / 101): missing, never imputed"),
+    "missing_item": ("warning", "blank item cells: the domain score is partial (never imputed)"),
+    "bad_descriptor": ("warning", "a patient descriptor (age, H&Y, duration) is not a number"),
+    "unknown_condition": ("warning", "a condition cell that is neither ON nor OFF"),
+    "no_items": ("error", "the row has no item value for any instrument: no session"),
+    "instrument_blank": ("info", "the row has no value for one instrument: no session of it"),
+    "total_mismatch": ("warning", "a total column in the file differs from the item sum"),
+    "duplicate_session": (
+        "error",
+        "same patient, date, instrument (and condition): later row rejected",
+    ),
+    # PPMI
+    "ppmi_missing_event": ("error", "blank EVENT_ID in a PPMI row"),
+    "ppmi_duplicate_row": ("error", "a second row for the same PATNO, EVENT_ID and part"),
+    "ppmi_screening_superseded": ("error", "SC row of a patient who has a BL row of that part"),
+    "ppmi_part_dates_differ": (
+        "warning",
+        "the joined PPMI parts of one event carry different INFODT",
+    ),
+    "ppmi_condition_conflict": ("warning", "PAG_NAME and PDSTATE disagree; PDSTATE wins"),
+    "ppmi_event": ("info", "how a PPMI EVENT_ID was handled"),
+    # visits
+    "visit_joined": ("info", "a session joined a visit of another instrument within the window"),
+    "same_instrument_in_window": ("info", "two sessions of one instrument in one window: 2 visits"),
+    "unaccounted_row": ("error", "internal: a data row made no session and no issue"),
+}
+
+
+def issue(
+    file: str, row: int | None, column: str | None, rule: str, message: str
+) -> ValidationIssue:
+    """A `ValidationIssue` whose severity comes from `RULES`."""
+    severity = RULES[rule][0] if rule in RULES else "error"
+    return ValidationIssue(file, row, column, rule, message, severity)
+
+
+# ---------------------------------------------------------------- cell-level checks
+
+
+class CellError(ValueError):
+    """A cell failed a rule; `rule` names it, the message says why."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
+
+
+def is_blank(raw: object) -> bool:
+    return raw is None or str(raw).strip().upper() in BLANKS
+
+
+def parse_patient_id(raw: object) -> int:
+    """Integer patient id; '12.0' (a float-formatted integer) is accepted as 12."""
+    text = "" if raw is None else str(raw).strip()
+    if is_blank(text):
+        raise CellError("missing_patient_id", "blank patient id")
+    try:
+        value = float(text)
+    except ValueError:
+        raise CellError(
+            "non_integer_patient_id", f"patient id {text!r} is not an integer"
+        ) from None
+    if not math.isfinite(value) or not value.is_integer() or value < 0:
+        raise CellError(
+            "non_integer_patient_id", f"patient id {text!r} is not a non-negative integer"
+        )
+    return int(value)
+
+
+def parse_item_value(
+    raw: object, item: Item, *, not_rated_codes: Sequence[float] = ()
+) -> float | None:
+    """Item value as a float, None when blank / not rated. Raises `CellError` for junk and range."""
+    text = "" if raw is None else str(raw).strip()
+    if is_blank(text):
+        return None
+    if text.upper() in NOT_RATED:
+        raise CellError("not_rated", f"{item.code} = {text!r}: not rated, kept missing")
+    try:
+        value = float(text)
+    except ValueError:
+        raise CellError("non_numeric", f"{item.code} = {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise CellError("non_numeric", f"{item.code} = {text!r} is not a finite number")
+    if value in not_rated_codes:
+        raise CellError("not_rated", f"{item.code} = {text} means not rated; kept missing")
+    if value < item.min or value > item.max:
+        raise CellError(
+            "out_of_range",
+            f"{item.code} = {text} is outside {item.min:g}-{item.max:g} ({item.label})",
+        )
+    return value
+
+
+def parse_session_date(raw: object, today: dt.date) -> ParsedDate:
+    """Parsed date that passed the plausibility rules; raises `CellError` naming the rule."""
+    text = "" if raw is None else str(raw).strip()
+    if not text:
+        raise CellError("missing_date", "blank session date")
+    try:
+        pd_ = parse_date(text)
+    except DateParseError as exc:
+        raise CellError("unparseable_date", str(exc)) from None
+    if pd_.date < EARLIEST_DATE:
+        raise CellError(
+            "implausible_date",
+            f"{text!r} -> {pd_.date.isoformat()} is before {EARLIEST_DATE.isoformat()}",
+        )
+    if pd_.date > today:
+        raise CellError(
+            "future_date", f"{text!r} -> {pd_.date.isoformat()} is after today ({today})"
+        )
+    return pd_
+
+
+# ---------------------------------------------------------------- cross-row checks
+
+
+def source_refs(s: Session) -> list[tuple[str, int]]:
+    """All (file, row) pairs a session was built from (primary row first)."""
+    out = [(s.source.file, s.source.row)]
+    for ref in s.extra.get("sources", []):
+        file, _, row = str(ref).rpartition(":")
+        pair = (file, int(row)) if row.isdigit() else None
+        if pair and pair not in out:
+            out.append(pair)
+    return out
+
+
+def reject_session(
+    s: Session, rule: str, column: str | None, message: str
+) -> list[ValidationIssue]:
+    """Issues rejecting a session: the primary row gets the message, joined rows point to it."""
+    refs = source_refs(s)
+    out = [issue(refs[0][0], refs[0][1], column, rule, message)]
+    for file, row in refs[1:]:
+        out.append(
+            issue(
+                file,
+                row,
+                None,
+                rule,
+                f"joined to the session of {refs[0][0]} row {refs[0][1]}, "
+                f"which was rejected: {message}",
+            )
+        )
+    return out
+
+
+def reject_date_outliers(sessions: list[Session]) -> tuple[list[Session], list[ValidationIssue]]:
+    """Reject sessions whose date is isolated from all the patient's other sessions (see RULES)."""
+    by_patient: dict[int, list[Session]] = defaultdict(list)
+    for s in sessions:
+        by_patient[s.proj_id].append(s)
+    bad: set[int] = set()
+    issues: list[ValidationIssue] = []
+    for pid, group in by_patient.items():
+        if len(group) < OUTLIER_MIN_OTHERS + 1:
+            continue
+        for s in group:
+            others = [o for o in group if o is not s]
+            gap = min(abs((o.date - s.date).days) for o in others)
+            if gap > OUTLIER_GAP_DAYS:
+                nearest = min(others, key=lambda o: abs((o.date - s.date).days))
+                bad.add(id(s))
+                issues += reject_session(
+                    s,
+                    "date_outlier",
+                    s.extra.get("date_column"),
+                    f"patient {pid}: {s.instrument} date {s.date.isoformat()} is {gap} days "
+                    f"(> {OUTLIER_GAP_DAYS}, 5 years) from the nearest of the patient's "
+                    f"{len(others)} other sessions ({nearest.date.isoformat()}); likely a typing "
+                    "error, not corrected",
+                )
+    return [s for s in sessions if id(s) not in bad], issues
+
+
+def duplicate_key(s: Session) -> tuple:
+    return (s.proj_id, s.date, s.instrument, s.condition, s.extra.get("event_id", ""))
+
+
+def reject_duplicates(sessions: list[Session]) -> tuple[list[Session], list[ValidationIssue]]:
+    """Keep the first session (in input order) per patient+date+instrument+condition."""
+    first: dict[tuple, Session] = {}
+    kept: list[Session] = []
+    issues: list[ValidationIssue] = []
+    for s in sessions:
+        key = duplicate_key(s)
+        if key not in first:
+            first[key] = s
+            kept.append(s)
+            continue
+        k = first[key]
+        diffs = [
+            f"{c} {fmt(k.items.get(c))} vs {fmt(s.items.get(c))}"
+            for c in sorted(set(k.items) | set(s.items))
+            if k.items.get(c) != s.items.get(c)
+        ]
+        what = (
+            "identical items"
+            if not diffs
+            else f"{len(diffs)} items differ ({'; '.join(diffs[:5])}{'; ...' if len(diffs) > 5 else ''})"
+        )
+        cond = f" {s.condition}" if s.condition else ""
+        issues += reject_session(
+            s,
+            "duplicate_session",
+            None,
+            f"patient {s.proj_id}: a second {s.instrument}{cond} session on {s.date.isoformat()}; "
+            f"{what}; the first ({k.source.file} row {k.source.row}) is kept",
+        )
+    return kept, issues
+
+
+def fmt(x: float | None) -> str:
+    if x is None:
+        return "blank"
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+# ---------------------------------------------------------------- report
+
+
+def _sorted_issues(issues: Iterable[ValidationIssue]) -> list[ValidationIssue]:
+    return sorted(issues, key=lambda i: (i.file, i.row if i.row is not None else -1, i.rule))
+
+
+def report_dict(result: IngestResult) -> dict:
+    """JSON-ready report: stats, per-rule counts with severity and meaning, every issue."""
+    counts = Counter(i.rule for i in result.issues)
+    return {
+        "stats": result.stats,
+        "rules": {
+            r: {
+                "severity": RULES.get(r, ("error", ""))[0],
+                "count": n,
+                "meaning": RULES.get(r, ("", ""))[1],
+            }
+            for r, n in sorted(counts.items())
+        },
+        "issues": [asdict(i) for i in _sorted_issues(result.issues)],
+    }
+
+
+def format_report(result: IngestResult, *, max_info: int | None = None) -> str:
+    """Human-readable validation report (errors, then warnings, then info lines)."""
+    st = result.stats
+    lines = ["Validation report", "================="]
+    for f in st.get("files", []):
+        lines.append(
+            f"file {f['file']} [{f['format']}]: {f['rows_read']} data rows, "
+            f"{f['sessions']} sessions, {f['rows_rejected']} rows rejected"
+        )
+    lines.append(
+        f"rows read: {st.get('rows_read', 0)} (blank rows skipped: {st.get('blank_rows', 0)}); "
+        f"sessions made: {st.get('sessions', 0)}; rows rejected: {st.get('rows_rejected', 0)}"
+    )
+    for inst, n in sorted(st.get("sessions_by_instrument", {}).items()):
+        pats = st.get("patients_by_instrument", {}).get(inst, 0)
+        lines.append(f"  {inst}: {n} sessions from {pats} patients")
+    lines.append(
+        f"patients: {st.get('patients', 0)}; visits: {st.get('visits', 0)} "
+        f"(window {st.get('visit_window_days', 0)} days; {st.get('visits_multi_instrument', 0)} "
+        f"visits hold more than one instrument; {st.get('sessions_joined', 0)} sessions joined "
+        "a visit of another instrument)"
+    )
+    sev = Counter(i.severity for i in result.issues)
+    lines.append(
+        f"issues: {sev.get('error', 0)} errors (rejected), {sev.get('warning', 0)} warnings (kept), "
+        f"{sev.get('info', 0)} info"
+    )
+    counts = Counter((i.severity, i.rule) for i in result.issues)
+    if counts:
+        lines.append("by rule:")
+        order = {"error": 0, "warning": 1, "info": 2}
+        for (s, r), n in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[0][1])):
+            lines.append(f"  {s:<7} {r:<28} {n:>5}  {RULES.get(r, ('', ''))[1]}")
+    for severity, title in (("error", "ERRORS"), ("warning", "WARNINGS"), ("info", "INFO")):
+        group = [i for i in _sorted_issues(result.issues) if i.severity == severity]
+        if not group:
+            continue
+        lines.append("")
+        lines.append(f"{title} ({len(group)})")
+        shown = group if (severity != "info" or max_info is None) else group[:max_info]
+        lines += ["  " + i.line() for i in shown]
+        if len(shown) < len(group):
+            lines.append(f"  ... {len(group) - len(shown)} more info lines")
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""Fixtures for the dashboard tests: a real Engine over an in-memory KB (fast), injected into the
+app through dashboard.services.ENGINE_OVERRIDE, and Streamlit caches cleared between tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+APP = REPO / "dashboard" / "app.py"
+
+if "dash_helpers" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("dash_helpers", HERE / "helpers.py")
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules["dash_helpers"] = _mod
+    _spec.loader.exec_module(_mod)
+h = sys.modules["dash_helpers"]
+
+
+@pytest.fixture
+def helpers():
+    return h
+
+
+def _final_script(req):
+    """Fake LLM: each agent answers with a short sentence whose only number is a patient id."""
+    return f"{req.agent} narrative: see the facts for the listed patients."
+
+
+@pytest.fixture
+def handle(monkeypatch, request):
+    import streamlit as st
+
+    from dashboard import services
+    from engine.config import Config
+    from engine.llm.base import FakeLLM
+    from engine.pipeline import Engine
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    kb = h.kb()
+    llm = FakeLLM(script=_final_script) if getattr(request, "param", "facts") == "fake" else None
+    engine = Engine(Config.load(env={}), kb, llm)
+    hd = services.EngineHandle(engine, kb, engine.backend, threading.Lock())
+    monkeypatch.setattr(services, "ENGINE_OVERRIDE", lambda cfg: hd)
+    yield hd
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def app(handle):
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(APP), default_timeout=20)

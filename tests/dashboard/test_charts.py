@@ -1,0 +1,115 @@
+"""Unit tests of the pure chart builders (no Streamlit)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from dashboard import charts
+from dashboard.clinical import ClinicalRefs, load_refs
+
+spec = importlib.util.spec_from_file_location("dash_helpers", Path(__file__).with_name("helpers.py"))
+h = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(h)
+
+
+def _traces(fig, **meta):
+    return [t for t in fig.data if t.meta and all(t.meta.get(k) == v for k, v in meta.items())]
+
+
+def test_trajectory_has_one_panel_per_domain_and_scores_from_facts():
+    fs = h.facts((3,))
+    fig = charts.trajectory_figure(fs, h.REFS)
+    titles = [a.text for a in fig.layout.annotations if a.text in {"Motor", "ADL", "Non-motor", "QoL (PDQ-8)"}]
+    assert titles == ["Motor", "ADL", "Non-motor", "QoL (PDQ-8)"]
+    (motor,) = _traces(fig, domain="motor", patient=3)
+    assert list(motor.y) == [20, 26, 21, 22]
+    assert list(motor.x) == ["2021-01-10", "2021-04-12", "2021-07-15", "2021-10-20"]
+    # hover shows the item scores
+    assert "3.4 Finger tapping" in motor.hovertext[0] or "Finger" in motor.hovertext[0]
+    assert "motor" not in motor.hovertext[0].split("<br>")[0]
+
+
+def test_mcid_markers_only_where_change_reaches_mcid():
+    fs = h.facts((3,))
+    marks = charts.mcid_changes(fs, h.REFS)
+    motor = [(m.visit, m.direction, m.delta) for m in marks if m.domain == "motor"]
+    assert motor == [(2, "worsened", 6.0), (3, "improved", -5.0)]  # +1 at visit 4 is stable
+    fig = charts.trajectory_figure(fs, h.REFS)
+    (wor,) = _traces(fig, domain="motor", mcid="worsened")
+    assert list(wor.y) == [26] and list(wor.x) == ["2021-04-12"]
+    (imp,) = _traces(fig, domain="motor", mcid="improved")
+    assert list(imp.y) == [21]
+    # no MCID known for qol -> no markers there
+    assert not _traces(fig, domain="qol", mcid="worsened")
+
+
+def test_no_refs_means_no_bands_and_no_markers():
+    fig = charts.trajectory_figure(h.facts((3,)), ClinicalRefs())
+    assert not fig.layout.shapes
+    assert not [t for t in fig.data if t.meta and "mcid" in t.meta]
+
+
+def test_severity_bands_drawn_on_their_own_panel_axes():
+    fig = charts.trajectory_figure(h.facts((8,)), h.REFS, domains=["adl", "motor"])
+    # adl is panel 1 (axis y), motor is panel 2 (axis y2): bands attach to the trace's own axis
+    yrefs = {s.yref for s in fig.layout.shapes}
+    assert yrefs == {"y", "y2"}
+    motor_bands = sorted((s.y0, s.y1) for s in fig.layout.shapes if s.yref == "y2")
+    assert motor_bands[0] == (0, 32) and motor_bands[1][0] == 33
+
+
+def test_compare_draws_one_line_per_patient():
+    fig = charts.trajectory_figure(h.facts((3, 8)), h.REFS, domains=["motor"])
+    lines = _traces(fig, domain="motor")
+    assert sorted(t.meta["patient"] for t in lines if "patient" in t.meta) == [3, 8]
+
+
+def test_missing_scores_are_gaps_not_zeros():
+    fs = h.facts((12,))
+    import dataclasses
+    fs = [dataclasses.replace(f, score=None) if (f.domain == "motor" and f.visit == 2) else f for f in fs]
+    fig = charts.trajectory_figure(fs, h.REFS, domains=["motor"])
+    (motor,) = _traces(fig, domain="motor", patient=12)
+    assert list(motor.y) == [10, None]
+
+
+def test_item_heatmap_rows_are_items_columns_visits():
+    fs = h.facts((3,))
+    fig = charts.item_heatmap(fs, 3, domains=["qol"])
+    hm = fig.data[0]
+    assert len(hm.y) == 8 and len(hm.x) == 4
+    col_sums = [sum(row[j] for row in hm.z) for j in range(4)]
+    assert col_sums == [5, 6, 6, 7]
+
+
+def test_patient_slopes_least_squares_against_visit_index():
+    slopes = {(s.patient, s.domain): s for s in charts.patient_slopes(h.facts())}
+    assert slopes[(8, "motor")].slope == pytest.approx(2.5)  # 35, 36, 40 over visits 1..3
+    assert slopes[(12, "motor")].slope == 0
+    assert slopes[(8, "motor")].slope_year == pytest.approx(2.5 / (91.5 / 365.25), rel=0.05)
+
+
+def test_cohort_slope_chart_highlights_selected_patient():
+    slopes = charts.patient_slopes(h.facts())
+    fig = charts.cohort_slope_figure(slopes, highlight=8)
+    (hl,) = [t for t in fig.data if t.meta and t.meta.get("highlight") == 8]
+    motor_idx = list(hl.y).index("Motor")
+    assert hl.x[motor_idx] == pytest.approx(2.5)
+    boxes = [t for t in fig.data if t.type == "box"]
+    assert all(8 not in t.meta["patients"] for t in boxes)
+    assert sorted(boxes[0].meta["patients"]) == [3, 12]
+
+
+def test_refs_from_the_shipped_contexts():
+    from engine.config import Config
+
+    refs = load_refs(Config.load(env={}).contexts_dir)
+    assert not refs.note
+    assert refs.mcid_for("mds-updrs", "motor") == (-3.25, 4.63)
+    assert refs.mcid_for("pdq8", "qol") == (None, None)  # none verified: no markers
+    assert [b.label for b in refs.bands_for("mds-updrs", "motor")] == ["mild", "moderate", "severe"]
+    assert refs.bands_for("marag-updrs44", "motor") == ()  # no published bands for the study profile
+    assert "Horvath" in refs.sources[("mds-updrs", "motor")]

@@ -1,0 +1,59 @@
+"""The engine on the real MA-RAG study files (marag-updrs44 + PDQ-8 profiles), facts backend.
+
+Reads ../shared/data/ma-rag beside the repository (never copied into it); skipped when absent.
+Checks the profile-specific handling: no MDS-UPDRS severity labels on the 44-item scale, MCIDs
+marked as reference values, red flags mapped to the study's item codes, every number grounded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import marag_engine_fixtures as fx
+import pytest
+
+from engine.config import REPO_ROOT
+from engine.grounding.guard import guard_text
+from engine.pipeline import Engine
+from kb_store.documents import build_documents
+from kb_store.reader import InMemoryKB
+
+DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"MA-RAG study data not found at {DATA}")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from kb_store.ingest import load_sources
+
+    res = load_sources([DATA])
+    return Engine(fx.cfg(), InMemoryKB(build_documents(res.sessions)), None, fx.CONTEXTS)
+
+
+@pytest.mark.parametrize("query", [
+    "What is the baseline status of proj id 5?",
+    "Show me the trajectory of proj id 5.",
+    "Compare patients 3 and 8",
+    "Which patient has the highest UPDRS score?",
+    "Which patient is the most stable in motor?",
+])
+def test_study_queries_fully_grounded(engine, query):
+    r = engine.ask(query)
+    assert r.llm_calls == 0 and r.facts
+    for name, text in dict(r.narratives, summary=r.summary).items():
+        rec = guard_text(text, r.ledger, None, lambda t=text: t, max_rounds=0, plan_patients=r.plan.patients).record
+        assert rec["unsupported"] == [], (query, name, rec["unsupported"][:3])
+
+
+def test_marag_profile_handling(engine):
+    r = engine.ask("Show me the trajectory of proj id 5.")
+    updrs = [f for f in r.facts if f.instrument == "updrs"]
+    assert updrs and {f.profile for f in updrs} == {"marag-updrs44"}
+    motor = r.narratives["motor"]
+    assert "No published severity cut-offs apply to the motor domain" in motor
+    assert "reference value borrowed from the MDS-UPDRS" in motor
+    assert "(mild)" not in motor and "(moderate)" not in motor
+    codes = {x["item"] for x in engine.ask("Which patient has the highest UPDRS score?").flags["red_flags"]}
+    assert codes and codes <= {"HALLUCINATION", "COGNITION", "DEPRESSED", "LIGHT_HEADED", "CHEW_SWALLOW_PROB",
+                               "SWALLOW_PROB", "WALKING_PROB", "FREEZE_GAIT_PROB", "GAIT_PROB",
+                               "POS_STABILITY_PROB", *(f"PDQ8_{i}" for i in range(1, 9))}
