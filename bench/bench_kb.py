@@ -37,6 +37,10 @@ def child(patients: int, embedding: str, seed: int) -> dict:
     from kb_store.ingest import load_sources
 
     out: dict = {"patients": patients, "embedding": embedding}
+
+    def note(msg: str) -> None:  # progress on stderr; stdout carries the JSON result
+        print(f"[{patients}:{embedding}] {msg} {json.dumps(out)}", file=sys.stderr, flush=True)
+
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         df = synth.generate(patients=patients, seed=seed)
@@ -55,6 +59,7 @@ def child(patients: int, embedding: str, seed: int) -> dict:
             t = time.perf_counter()
             load_minilm()
             out["model_load_s"] = round(time.perf_counter() - t, 2)
+        note("before st")
         st = build_kb(res.sessions, kb, embedding=embedding)
         out.update(
             documents=st.total,
@@ -62,16 +67,19 @@ def child(patients: int, embedding: str, seed: int) -> dict:
             embedded=st.embedded,
             docs_per_s=round(st.total / st.seconds, 1),
         )
+        note("before st2")
         st2 = build_kb(res.sessions, kb, embedding=embedding)
         out.update(rebuild_unchanged_s=round(st2.seconds, 2), rebuild_embedded=st2.embedded)
         s = next(x for x in res.sessions if x.instrument == "updrs")
         s.items["NP3GAIT"] = 4.0 if s.items["NP3GAIT"] != 4.0 else 3.0
+        note("before st3")
         st3 = build_kb(res.sessions, kb, embedding=embedding)
         out.update(
             rebuild_one_change_s=round(st3.seconds, 2),
             one_change_updated=st3.updated,
             one_change_embedded=st3.embedded,
         )
+        note("before reader")
         reader = open_kb(kb, embedding=embedding)
         t = time.perf_counter()
         for pid in reader.patient_ids()[:20]:
@@ -87,14 +95,14 @@ def run_scenario(spec: str, seed: int) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(
         [sys.executable, __file__, "--child", patients, embedding, "--seed", str(seed)],
-        capture_output=True,
+        stdout=subprocess.PIPE,  # the JSON result; progress goes to our stderr
         text=True,
         env=env,
         cwd=REPO,
         check=False,
     )
     if proc.returncode != 0:
-        raise SystemExit(f"scenario {spec} failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"scenario {spec} failed (exit {proc.returncode}); see stderr above")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

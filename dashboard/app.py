@@ -12,18 +12,31 @@ import streamlit as st
 from dashboard import services
 from dashboard.page import BACKEND_KEY
 
-st.set_page_config(page_title="MA-RAG clinician dashboard", page_icon=":material/neurology:",
-                   layout="wide", initial_sidebar_state="expanded")
+st.set_page_config(
+    page_title="MA-RAG clinician dashboard",
+    page_icon=":material/neurology:",
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
 
 pages = {
     "Analyse": [
         st.Page("views/patient.py", title="Patient", icon=":material/person:", default=True),
-        st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+        st.Page(
+            "views/compare.py",
+            title="Compare",
+            icon=":material/compare_arrows:",
+            url_path="compare",
+        ),
         st.Page("views/cohort.py", title="Cohort", icon=":material/groups:", url_path="cohort"),
     ],
     "Review": [
-        st.Page("views/provenance.py", title="Provenance", icon=":material/fact_check:",
-                url_path="provenance"),
+        st.Page(
+            "views/provenance.py",
+            title="Provenance",
+            icon=":material/fact_check:",
+            url_path="provenance",
+        ),
     ],
     "Manage": [st.Page("views/data.py", title="Data", icon=":material/database:", url_path="data")],
 }
@@ -31,8 +44,10 @@ nav = st.navigation(pages)
 
 with st.sidebar:
     st.markdown("### MA-RAG")
-    st.caption("Grounded summaries of longitudinal MDS-UPDRS and PDQ-8 assessments. "
-               "Every number comes from the fact table and is checked before release.")
+    st.caption(
+        "Grounded summaries of longitudinal MDS-UPDRS and PDQ-8 assessments. "
+        "Every number comes from the fact table and is checked before release."
+    )
     try:
         base = services.base_config()
         backends = services.available_backends(base)
@@ -40,10 +55,15 @@ with st.sidebar:
         st.error(f"Configuration error: {e}")
         base, backends = None, ["facts"]
     default = base.llm if base is not None and base.llm in backends else "facts"
-    st.selectbox("LLM backend", backends, index=backends.index(default), key=BACKEND_KEY,
-                 bind="query-params",
-                 help="facts: deterministic text from the fact table, no model. local: the in-process "
-                      "model (loaded once, cached). openai: an OpenAI-compatible server.")
+    st.selectbox(
+        "LLM backend",
+        backends,
+        index=backends.index(default),
+        key=BACKEND_KEY,
+        bind="query-params",
+        help="facts: deterministic text from the fact table, no model. local: the in-process "
+        "model (loaded once, cached). openai: an OpenAI-compatible server.",
+    )
     st.caption(services.BACKEND_LABELS.get(st.session_state.get(BACKEND_KEY, default), ""))
     if base is not None:
         st.caption(f"KB: `{base.kb_dir}`")

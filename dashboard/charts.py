@@ -22,7 +22,14 @@ from kb_store.profiles import DOMAIN_LABELS, DOMAINS, load_profile
 
 #: A calm qualitative palette (colour-blind safe, Okabe-Ito without yellow).
 PALETTE: tuple[str, ...] = (
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000", "#7F7F7F",
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#E69F00",
+    "#000000",
+    "#7F7F7F",
 )
 WORSENED_COLOUR = "#B2182B"
 IMPROVED_COLOUR = "#1B7837"
@@ -108,9 +115,17 @@ def mcid_changes(facts: Sequence[Fact], refs: ClinicalRefs) -> list[ChangeMark]:
                 continue  # different item sets: not comparable
             delta = float(cur.score) - float(prev.score)  # type: ignore[arg-type]
             if wor is not None and delta >= wor:
-                out.append(ChangeMark(pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "worsened"))  # type: ignore[arg-type]
+                out.append(
+                    ChangeMark(
+                        pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "worsened"
+                    )
+                )  # type: ignore[arg-type]
             elif imp is not None and delta <= imp:
-                out.append(ChangeMark(pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "improved"))  # type: ignore[arg-type]
+                out.append(
+                    ChangeMark(
+                        pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "improved"
+                    )
+                )  # type: ignore[arg-type]
     return sorted(out, key=lambda m: (m.patient, m.domain, m.visit))
 
 
@@ -131,13 +146,26 @@ def trajectory_figure(
     fig = go.Figure()
     if not doms:
         fig.update_layout(
-            annotations=[dict(text="No scores to plot", showarrow=False, x=0.5, y=0.5,
-                              xref="paper", yref="paper")],
-            height=200, font=FONT, template="plotly_white",
+            annotations=[
+                dict(
+                    text="No scores to plot",
+                    showarrow=False,
+                    x=0.5,
+                    y=0.5,
+                    xref="paper",
+                    yref="paper",
+                )
+            ],
+            height=200,
+            font=FONT,
+            template="plotly_white",
         )
         return fig
     fig = make_subplots(
-        rows=len(doms), cols=1, shared_xaxes=True, vertical_spacing=0.09 if len(doms) > 1 else 0.0,
+        rows=len(doms),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.09 if len(doms) > 1 else 0.0,
         subplot_titles=[DOMAIN_LABELS.get(d, d) for d in doms],
     )
     keys = sorted({_series_key(f) for f in facts})
@@ -158,7 +186,8 @@ def trajectory_figure(
                     showlegend=(r == 1) or dom == doms[0],
                     line=dict(color=colour[k], width=2),
                     marker=dict(
-                        size=8, color=colour[k],
+                        size=8,
+                        color=colour[k],
                         symbol=["circle-open" if f.missing else "circle" for f in rows],
                     ),
                     hovertext=[hover_text(f) for f in rows],
@@ -166,7 +195,8 @@ def trajectory_figure(
                     connectgaps=False,
                     meta={"domain": dom, "patient": k[0], "condition": k[1]},
                 ),
-                row=r, col=1,
+                row=r,
+                col=1,
             )
         ymax = max((f.score for f in dom_facts if f.score is not None), default=0.0) or 1.0
         dmax = next((m for m in (_domain_max(f) for f in dom_facts) if m), None)
@@ -179,9 +209,15 @@ def trajectory_figure(
                     continue
                 hi = min(b.hi if b.hi is not None else (dmax or top), top)
                 fig.add_hrect(
-                    y0=b.lo, y1=hi, row=r, col=1, layer="below", line_width=0,
+                    y0=b.lo,
+                    y1=hi,
+                    row=r,
+                    col=1,
+                    layer="below",
+                    line_width=0,
                     fillcolor=BAND_COLOURS.get(b.label.lower(), "rgba(150,150,150,0.08)"),
-                    annotation_text=b.label, annotation_position="top left",
+                    annotation_text=b.label,
+                    annotation_position="top left",
                     annotation_font=dict(size=10, color="#5B6770"),
                 )
             fig.update_yaxes(range=[0, top], row=r, col=1)
@@ -203,10 +239,18 @@ def trajectory_figure(
                 name = f"{direction.capitalize()} by at least the MCID"
                 fig.add_trace(
                     go.Scatter(
-                        x=[m.date for m in ms], y=[m.score for m in ms], mode="markers",
-                        name=name, legendgroup=name, showlegend=name not in shown,
-                        marker=dict(symbol=symbol, size=15, color="rgba(0,0,0,0)",
-                                    line=dict(color=col, width=2.5)),
+                        x=[m.date for m in ms],
+                        y=[m.score for m in ms],
+                        mode="markers",
+                        name=name,
+                        legendgroup=name,
+                        showlegend=name not in shown,
+                        marker=dict(
+                            symbol=symbol,
+                            size=15,
+                            color="rgba(0,0,0,0)",
+                            line=dict(color=col, width=2.5),
+                        ),
                         hovertext=[
                             f"Patient {m.patient}, visit {m.visit}: {DOMAIN_LABELS.get(m.domain, m.domain)} "
                             f"{'+' if m.delta > 0 else ''}{fmt_num(m.delta)} vs previous visit ({direction})"
@@ -215,20 +259,26 @@ def trajectory_figure(
                         hovertemplate="%{hovertext}<extra></extra>",
                         meta={"domain": dom, "mcid": direction},
                     ),
-                    row=r, col=1,
+                    row=r,
+                    col=1,
                 )
                 shown.add(name)
     fig.update_xaxes(type="date", showgrid=True, gridcolor="#EEF1F4")
     fig.update_xaxes(title_text="visit date", row=len(doms), col=1)
     fig.update_layout(
-        template="plotly_white", font=FONT, height=max(280, height_per_domain * len(doms) + 80),
-        margin=dict(l=60, r=20, t=50, b=50), hovermode="closest",
+        template="plotly_white",
+        font=FONT,
+        height=max(280, height_per_domain * len(doms) + 80),
+        margin=dict(l=60, r=20, t=50, b=50),
+        hovermode="closest",
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
     return fig
 
 
-def item_heatmap(facts: Sequence[Fact], patient: int, *, domains: Sequence[str] | None = None) -> go.Figure:
+def item_heatmap(
+    facts: Sequence[Fact], patient: int, *, domains: Sequence[str] | None = None
+) -> go.Figure:
     """Item-level heatmap for one patient: rows = items (grouped by domain), columns = visits,
     cells = item scores 0-4; blank cells are missing items (shown as gaps, not zeros)."""
     rows = [f for f in facts if f.patient == patient and (not domains or f.domain in domains)]
@@ -254,16 +304,33 @@ def item_heatmap(facts: Sequence[Fact], patient: int, *, domains: Sequence[str] 
     fig = go.Figure(
         go.Heatmap(
             z=[[math.nan if v is None else v for v in row] for row in z],
-            x=cols, y=labels, zmin=0, zmax=4, text=text, texttemplate="%{text}",
-            colorscale=[[0, "#F4F7FA"], [0.25, "#CFE3EF"], [0.5, "#8DBBD6"], [0.75, "#E7A86B"], [1, "#C4553E"]],
+            x=cols,
+            y=labels,
+            zmin=0,
+            zmax=4,
+            text=text,
+            texttemplate="%{text}",
+            colorscale=[
+                [0, "#F4F7FA"],
+                [0.25, "#CFE3EF"],
+                [0.5, "#8DBBD6"],
+                [0.75, "#E7A86B"],
+                [1, "#C4553E"],
+            ],
             colorbar=dict(title="item score", tickvals=[0, 1, 2, 3, 4]),
-            hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>", hoverongaps=False, xgap=1, ygap=1,
+            hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>",
+            hoverongaps=False,
+            xgap=1,
+            ygap=1,
         )
     )
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(
-        template="plotly_white", font=FONT, title=f"Patient {patient}: item scores by visit",
-        height=max(260, 18 * len(labels) + 120), margin=dict(l=10, r=10, t=50, b=40),
+        template="plotly_white",
+        font=FONT,
+        title=f"Patient {patient}: item scores by visit",
+        height=max(260, 18 * len(labels) + 120),
+        margin=dict(l=10, r=10, t=50, b=40),
     )
     return fig
 
@@ -310,9 +377,17 @@ def slopes_from_cohort(cohort: dict | None) -> list[SlopeRow] | None:
     rows = (cohort or {}).get("slopes")
     if not isinstance(rows, list):
         return None
-    return [SlopeRow(int(r["patient"]), str(r["domain"]), float(r["slope"]),
-                     None if r.get("slope_year") is None else float(r["slope_year"]), int(r.get("n_visits", 0)))
-            for r in rows if r.get("slope") is not None]
+    return [
+        SlopeRow(
+            int(r["patient"]),
+            str(r["domain"]),
+            float(r["slope"]),
+            None if r.get("slope_year") is None else float(r["slope_year"]),
+            int(r.get("n_visits", 0)),
+        )
+        for r in rows
+        if r.get("slope") is not None
+    ]
 
 
 def _dlabel(d: str) -> str:
@@ -320,7 +395,10 @@ def _dlabel(d: str) -> str:
 
 
 def cohort_slope_figure(
-    slopes: Sequence[SlopeRow], highlight: int | None = None, *, domains: Sequence[str] | None = None
+    slopes: Sequence[SlopeRow],
+    highlight: int | None = None,
+    *,
+    domains: Sequence[str] | None = None,
 ) -> go.Figure:
     """Every patient's slope per domain as a strip (one dot per patient), the selected patient
     drawn large and labelled; a zero line marks 'no change'."""
@@ -331,11 +409,21 @@ def cohort_slope_figure(
         others = [s for s in rows if s.patient != highlight]
         fig.add_trace(
             go.Box(
-                x=[s.slope for s in others], name=_dlabel(dom),
-                boxpoints="all", jitter=0.5, pointpos=0, fillcolor="rgba(0,0,0,0)",
-                line=dict(color="rgba(0,0,0,0)"), marker=dict(color=MUTED_COLOUR, size=7),
-                hovertext=[f"Patient {s.patient}: {s.slope:+.2f} points/visit ({s.n_visits} visits)" for s in others],
-                hoverinfo="text", showlegend=False, orientation="h",
+                x=[s.slope for s in others],
+                name=_dlabel(dom),
+                boxpoints="all",
+                jitter=0.5,
+                pointpos=0,
+                fillcolor="rgba(0,0,0,0)",
+                line=dict(color="rgba(0,0,0,0)"),
+                marker=dict(color=MUTED_COLOUR, size=7),
+                hovertext=[
+                    f"Patient {s.patient}: {s.slope:+.2f} points/visit ({s.n_visits} visits)"
+                    for s in others
+                ],
+                hoverinfo="text",
+                showlegend=False,
+                orientation="h",
                 meta={"domain": dom, "patients": [s.patient for s in others]},
             )
         )
@@ -344,18 +432,26 @@ def cohort_slope_figure(
         if hs:
             fig.add_trace(
                 go.Scatter(
-                    x=[s.slope for s in hs], y=[_dlabel(s.domain) for s in hs],
-                    mode="markers+text", name=f"Patient {highlight}",
+                    x=[s.slope for s in hs],
+                    y=[_dlabel(s.domain) for s in hs],
+                    mode="markers+text",
+                    name=f"Patient {highlight}",
                     marker=dict(color=HIGHLIGHT_COLOUR, size=15, line=dict(color="white", width=2)),
-                    text=[f"P{highlight}" for _ in hs], textposition="top center",
+                    text=[f"P{highlight}" for _ in hs],
+                    textposition="top center",
                     hovertext=[f"Patient {s.patient}: {s.slope:+.2f} points/visit" for s in hs],
-                    hoverinfo="text", meta={"highlight": highlight},
+                    hoverinfo="text",
+                    meta={"highlight": highlight},
                 )
             )
     fig.add_vline(x=0, line=dict(color="#9AA5B1", dash="dot"))
     fig.update_layout(
-        template="plotly_white", font=FONT, title="Slope per domain (points per visit; higher = worsening)",
-        height=max(260, 90 * len(doms) + 120), margin=dict(l=10, r=10, t=60, b=40),
-        xaxis_title="points per visit", showlegend=highlight is not None,
+        template="plotly_white",
+        font=FONT,
+        title="Slope per domain (points per visit; higher = worsening)",
+        height=max(260, 90 * len(doms) + 120),
+        margin=dict(l=10, r=10, t=60, b=40),
+        xaxis_title="points per visit",
+        showlegend=highlight is not None,
     )
     return fig

@@ -54,7 +54,9 @@ def refs_from_contexts(ctx: Any) -> ClinicalRefs:
     for prof, doms in ctx.severity.items():
         for dom, bs in doms.items():
             if bs:
-                bands[(prof, dom)] = tuple(sorted((Band(b.level, b.min, b.max) for b in bs), key=lambda b: b.lo))
+                bands[(prof, dom)] = tuple(
+                    sorted((Band(b.level, b.min, b.max) for b in bs), key=lambda b: b.lo)
+                )
                 sources[(prof, dom)] = ctx.severity_source.get(prof, "")
     for prof, doms in ctx.mcid.items():
         for dom, m in doms.items():
@@ -70,7 +72,9 @@ def load_refs(contexts_dir: Path) -> ClinicalRefs:
     try:
         from engine.contexts import load_contexts
     except ImportError:
-        return ClinicalRefs(note="engine.contexts is not available: no severity bands or MCIDs drawn")
+        return ClinicalRefs(
+            note="engine.contexts is not available: no severity bands or MCIDs drawn"
+        )
     try:
         return refs_from_contexts(load_contexts(contexts_dir))
     except Exception as e:  # noqa: BLE001 - shown to the user, never hidden

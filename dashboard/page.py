@@ -42,6 +42,11 @@ def engine_or_stop() -> tuple[Config, EngineHandle, ClinicalRefs]:
     except services.KBUnavailable as e:
         kb_missing_message(cfg, str(e))
         st.stop()
+    except (ValueError, OSError, RuntimeError, ImportError) as e:
+        st.error(
+            f"Could not start the `{cfg.llm}` backend: {e}. Choose another backend in the sidebar."
+        )
+        st.stop()
     refs = services.clinical_refs(cfg)
     if refs.note:
         st.caption(f"Severity bands / MCID markers unavailable: {refs.note}")

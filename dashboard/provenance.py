@@ -45,10 +45,14 @@ def _to_float(tok: str) -> float | None:
 def facts_for_value(fv: FactValue, facts: Sequence[Fact]) -> list[Fact]:
     """Fact rows a ledger value was computed from: same patient, and visit / domain when set."""
     if fv.patient is None:
-        return [f for f in facts if fv.domain is None or f.domain == fv.domain] if fv.kind in {
-            "max", "min", "mean", "rank"} else []
+        return (
+            [f for f in facts if fv.domain is None or f.domain == fv.domain]
+            if fv.kind in {"max", "min", "mean", "rank"}
+            else []
+        )
     return [
-        f for f in facts
+        f
+        for f in facts
         if f.patient == fv.patient
         and (fv.visit is None or f.visit == fv.visit)
         and (fv.domain is None or f.domain == fv.domain)
@@ -84,8 +88,8 @@ def grounding_status(verification: dict[str, Any]) -> tuple[str, str]:
     n = rec.get("numbers", 0)
     bad = len(rec.get("unsupported") or [])
     if rec["passed"]:
-        return "passed", f"Summary passed the grounding check: {n} numbers, all supported by the facts"
-    return "failed", f"Summary FAILED the grounding check: {bad} unsupported number{'s' if bad != 1 else ''}"
+        return "passed", f"Grounding check passed: all {n} numbers supported"
+    return "failed", f"Grounding check FAILED: {bad} unsupported number{'s' if bad != 1 else ''}"
 
 
 def _unsupported_spans(verification: dict[str, Any]) -> dict[tuple[int, int], str]:
@@ -104,6 +108,7 @@ def _unsupported_spans(verification: dict[str, Any]) -> dict[tuple[int, int], st
 
 def _matching_values(cl: Any, ledger: Sequence[FactValue]) -> list[FactValue]:
     """Ledger values consistent with a claim's value and context (kind, patient, visit, domain)."""
+
     def ok(v: FactValue) -> bool:
         tol = max(v.tolerance, 0.5 * 10 ** -int(getattr(cl, "decimals", 0) or 0), 1e-9)
         if abs(abs(v.value) - abs(cl.value)) > tol:
@@ -116,7 +121,9 @@ def _matching_values(cl: Any, ledger: Sequence[FactValue]) -> list[FactValue]:
 
     cands = [v for v in ledger if ok(v)]
     kind = getattr(cl, "kind", None)
-    kinds = {"change": {"delta", "cumulative"}, "pair": {"delta", "cumulative"}}.get(kind or "", {kind})
+    kinds = {"change": {"delta", "cumulative"}, "pair": {"delta", "cumulative"}}.get(
+        kind or "", {kind}
+    )
     same = [v for v in cands if v.kind in kinds]
     return same or cands
 
@@ -132,16 +139,27 @@ def _from_claims(result: Result) -> list[NumberLink] | None:
         return None
     links = []
     for c in claims:
-        vals = _matching_values(c, result.ledger) if c.role == "value" else [
-            v for v in result.ledger if v.kind == c.role and abs(v.value - c.value) < 1e-9
-            and (c.patient is None or v.patient in (None, c.patient))]
+        vals = (
+            _matching_values(c, result.ledger)
+            if c.role == "value"
+            else [
+                v
+                for v in result.ledger
+                if v.kind == c.role
+                and abs(v.value - c.value) < 1e-9
+                and (c.patient is None or v.patient in (None, c.patient))
+            ]
+        )
         reason = c.reason or ("" if c.supported else "unsupported")
         if c.role != "value":
             reason = f"{c.role} identifier" + (f"; {c.reason}" if c.reason else "")
         lk = NumberLink(c.start, c.end, c.text, float(c.value), bool(c.supported), reason, vals)
         if c.role == "date" and getattr(c, "date", None):
-            lk.facts = [f for f in result.facts if f.date == c.date
-                        and (c.patient is None or f.patient == c.patient)]
+            lk.facts = [
+                f
+                for f in result.facts
+                if f.date == c.date and (c.patient is None or f.patient == c.patient)
+            ]
         links.append(lk)
     return links
 
@@ -156,12 +174,25 @@ def link_numbers(result: Result) -> list[NumberLink]:
             x = _to_float(m.group())
             if x is None:
                 continue
-            cands = [v for v in result.ledger if abs(abs(v.value) - abs(x)) <= max(v.tolerance, 1e-9)]
+            cands = [
+                v for v in result.ledger if abs(abs(v.value) - abs(x)) <= max(v.tolerance, 1e-9)
+            ]
             named = _sentence_patients(text, m.start())
-            narrowed = [v for v in cands if v.patient is None or v.patient in named] if named else cands
+            narrowed = (
+                [v for v in cands if v.patient is None or v.patient in named] if named else cands
+            )
             cands = narrowed or cands
-            links.append(NumberLink(m.start(), m.end(), m.group(), x, bool(cands),
-                                    "" if cands else "no fact has this value", cands))
+            links.append(
+                NumberLink(
+                    m.start(),
+                    m.end(),
+                    m.group(),
+                    x,
+                    bool(cands),
+                    "" if cands else "no fact has this value",
+                    cands,
+                )
+            )
     bad = _unsupported_spans(result.verification)
     for lk in links:
         for (s, e), why in bad.items():
@@ -186,8 +217,8 @@ def highlighted_markdown(text: str, links: Sequence[NumberLink]) -> str:
     for lk in sorted((lk for lk in links if not lk.supported), key=lambda lk: lk.start):
         if lk.start < pos:
             continue
-        out.append(_md_escape(text[pos:lk.start]))
-        out.append(f":red-background[**{_md_escape(text[lk.start:lk.end])}**]")
+        out.append(_md_escape(text[pos : lk.start]))
+        out.append(f":red-background[**{_md_escape(text[lk.start : lk.end])}**]")
         pos = lk.end
     out.append(_md_escape(text[pos:]))
     return "".join(out)
@@ -199,9 +230,11 @@ def highlighted_html(text: str, links: Sequence[NumberLink]) -> str:
     for lk in sorted((lk for lk in links if not lk.supported), key=lambda lk: lk.start):
         if lk.start < pos:
             continue
-        out.append(html.escape(text[pos:lk.start]))
-        out.append(f'<mark class="unsupported" title="{html.escape(lk.reason)}">'
-                   f"{html.escape(text[lk.start:lk.end])}</mark>")
+        out.append(html.escape(text[pos : lk.start]))
+        out.append(
+            f'<mark class="unsupported" title="{html.escape(lk.reason)}">'
+            f"{html.escape(text[lk.start : lk.end])}</mark>"
+        )
         pos = lk.end
     out.append(html.escape(text[pos:]))
     return "".join(out).replace("\n", "<br>\n")
@@ -217,13 +250,23 @@ def links_table(links: Sequence[NumberLink]) -> list[dict[str, Any]]:
     for i, lk in enumerate(links, start=1):
         vals = lk.values or [None]
         for v in vals:
-            rows.append({
-                "#": i, "number": lk.text, "position": f"{lk.start}-{lk.end}",
-                "supported": lk.supported, "reason": lk.reason,
-                "kind": v.kind if v else "", "label": v.label if v else "",
-                "patient": v.patient if v else None, "visit": v.visit if v else None,
-                "domain": v.domain if v else None, "source": v.source if v else "",
-                "fact_rows": "; ".join(f"P{f.patient} v{f.visit} {f.domain}={f.score}" for f in lk.facts),
-                "doc_ids": ", ".join(lk.doc_ids),
-            })
+            rows.append(
+                {
+                    "#": i,
+                    "number": lk.text,
+                    "position": f"{lk.start}-{lk.end}",
+                    "supported": lk.supported,
+                    "reason": lk.reason,
+                    "kind": v.kind if v else "",
+                    "label": v.label if v else "",
+                    "patient": v.patient if v else None,
+                    "visit": v.visit if v else None,
+                    "domain": v.domain if v else None,
+                    "source": v.source if v else "",
+                    "fact_rows": "; ".join(
+                        f"P{f.patient} v{f.visit} {f.domain}={f.score}" for f in lk.facts
+                    ),
+                    "doc_ids": ", ".join(lk.doc_ids),
+                }
+            )
     return rows

@@ -19,16 +19,22 @@ from kb_store.profiles import DOMAIN_LABELS
 
 def grounding_badge(result: Result) -> None:
     status, line = grounding_status(result.verification or {})
-    icon, colour = {"passed": (":material/verified:", "green"), "failed": (":material/error:", "red")}.get(
-        status, (":material/help:", "gray"))
+    icon, colour = {
+        "passed": (":material/verified:", "green"),
+        "failed": (":material/error:", "red"),
+    }.get(status, (":material/help:", "gray"))
     st.badge(line, icon=icon, color=colour)
     v = result.verification or {}
     if v.get("fallback_used"):
         agents = ", ".join(v.get("fallback_agents") or []) or "an agent"
-        st.caption(f"The model's text for {agents} did not pass the check after "
-                   f"{v.get('rounds', 0)} critique round(s); the deterministic facts text was used instead.")
+        st.caption(
+            f"The model's text for {agents} did not pass the check after "
+            f"{v.get('rounds', 0)} critique round(s); the deterministic facts text was used instead."
+        )
     elif result.llm_calls == 0 and status != "unchecked":
-        st.caption("Facts backend: the text is written from the fact table by code and measured, not regenerated.")
+        st.caption(
+            "Facts backend: the text is written from the fact table by code and measured, not regenerated."
+        )
 
 
 def summary_panel(result: Result) -> None:
@@ -50,19 +56,27 @@ def _v(x: Any) -> str:
 def flag_line(row: dict[str, Any]) -> str:
     """One flag as a line naming patient, visit, domain / item and scores (markdown)."""
     where = f"**Patient {row.get('patient', '?')}, visit {row.get('visit', '?')}**" + (
-        f" ({row['date']})" if row.get("date") else "")
+        f" ({row['date']})" if row.get("date") else ""
+    )
     dom = DOMAIN_LABELS.get(str(row.get("domain")), row.get("domain"))
     if "elevated_domain" in row:  # incongruence
         vals = row.get("values") or {}
         el = row["elevated_domain"]
-        return (f"{where}: {dom} **{_v(vals.get(row.get('domain')))}** while "
-                f"{DOMAIN_LABELS.get(el, el)} **{_v(vals.get(el))}** (moderate cut-off {_v(row.get('cutoff'))})")
+        return (
+            f"{where}: {dom} **{_v(vals.get(row.get('domain')))}** while "
+            f"{DOMAIN_LABELS.get(el, el)} **{_v(vals.get(el))}** (moderate cut-off {_v(row.get('cutoff'))})"
+        )
     if "item" in row:  # red-flag item
         why = f" — {row['why']}" if row.get("why") else ""
-        return (f"{where}: {dom} · {row.get('item_label', row['item'])} ({row['item']}) "
-                f"**{_v(row.get('value'))}** (flag at ≥ {_v(row.get('threshold'))}){why}")
-    rest = "; ".join(f"{k.replace('_', ' ')}: {_v(v)}" for k, v in row.items()
-                     if k not in {"patient", "visit", "date"} and v not in (None, "", [], {}))
+        return (
+            f"{where}: {dom} · {row.get('item_label', row['item'])} ({row['item']}) "
+            f"**{_v(row.get('value'))}** (flag at ≥ {_v(row.get('threshold'))}){why}"
+        )
+    rest = "; ".join(
+        f"{k.replace('_', ' ')}: {_v(v)}"
+        for k, v in row.items()
+        if k not in {"patient", "visit", "date"} and v not in (None, "", [], {})
+    )
     return f"{where}: {rest}"
 
 
@@ -73,19 +87,26 @@ def flags_panel(result: Result) -> None:
     st.subheader("Flags")
     with st.container(key="flags_box"):
         if not inc and not red:
-            st.success("No incongruence flags and no red-flag items in the selected visits.",
-                       icon=":material/check_circle:")
+            st.success(
+                "No incongruence flags and no red-flag items in the selected visits.",
+                icon=":material/check_circle:",
+            )
             return
         if inc:
-            st.error(f"**{len(inc)} incongruence flag{'s' if len(inc) != 1 else ''}** "
-                     "(a domain at 0 while another is at or above its moderate cut-off)",
-                     icon=":material/warning:")
-            for r in inc:
-                st.markdown(f"- {flag_line(r)}")
+            st.error(
+                f"**{len(inc)} incongruence flag{'s' if len(inc) != 1 else ''}** "
+                "(a domain at 0 while another is at or above its moderate cut-off)",
+                icon=":material/warning:",
+            )
+            with st.container(height=min(40 + 56 * len(inc), 260), border=False):
+                for r in inc:
+                    st.markdown(f"- {flag_line(r)}")
         if red:
-            st.warning(f"**{len(red)} red-flag item{'s' if len(red) != 1 else ''}**",
-                       icon=":material/flag:")
-            with st.container(height=min(60 + 34 * len(red), 300), border=False):
+            st.warning(
+                f"**{len(red)} red-flag item{'s' if len(red) != 1 else ''}**",
+                icon=":material/flag:",
+            )
+            with st.container(height=min(40 + 56 * len(red), 260), border=False):
                 for r in red:
                     st.markdown(f"- {flag_line(r)}")
 
@@ -97,14 +118,35 @@ def screening_notes(result: Result) -> None:
                 st.markdown(f"- **{s.get('rule', 'finding')}**: {s.get('message', '')}")
 
 
-def export_buttons(result: Result, refs: ClinicalRefs, key: str, highlight: int | None = None) -> None:
+def export_buttons(
+    result: Result, refs: ClinicalRefs, key: str, highlight: int | None = None
+) -> None:
     """Markdown / HTML report and CSV downloads of the current result (built on click)."""
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Report (Markdown)", lambda: report.to_markdown(result), file_name="marag-report.md",
-                       mime="text/markdown", key=f"dl_md_{key}", icon=":material/description:",
-                       on_click="ignore")
-    c2.download_button("Report (HTML, with charts)", lambda: report.to_html(result, refs, highlight=highlight),
-                       file_name="marag-report.html", mime="text/html", key=f"dl_html_{key}",
-                       icon=":material/html:", on_click="ignore")
-    c3.download_button("Fact table (CSV)", lambda: report.facts_csv(result), file_name="marag-facts.csv",
-                       mime="text/csv", key=f"dl_csv_{key}", icon=":material/table:", on_click="ignore")
+    c1.download_button(
+        "Report (Markdown)",
+        lambda: report.to_markdown(result),
+        file_name="marag-report.md",
+        mime="text/markdown",
+        key=f"dl_md_{key}",
+        icon=":material/description:",
+        on_click="ignore",
+    )
+    c2.download_button(
+        "Report (HTML, with charts)",
+        lambda: report.to_html(result, refs, highlight=highlight),
+        file_name="marag-report.html",
+        mime="text/html",
+        key=f"dl_html_{key}",
+        icon=":material/html:",
+        on_click="ignore",
+    )
+    c3.download_button(
+        "Fact table (CSV)",
+        lambda: report.facts_csv(result),
+        file_name="marag-facts.csv",
+        mime="text/csv",
+        key=f"dl_csv_{key}",
+        icon=":material/table:",
+        on_click="ignore",
+    )

@@ -51,12 +51,16 @@ def _md_table(df: pd.DataFrame, max_rows: int = 400) -> str:
 
 def _verdict(result: Result) -> str:
     v = result.verification or {}
-    return grounding_status(v)[1] + (" (facts fallback text used)" if v.get("fallback_used") else "")
+    return grounding_status(v)[1] + (
+        " (facts fallback text used)" if v.get("fallback_used") else ""
+    )
 
 
 def _flag_frames(result: Result) -> tuple[pd.DataFrame, pd.DataFrame]:
     f = result.flags or {}
-    return tables.flags_frame(f.get("incongruence") or []), tables.flags_frame(f.get("red_flags") or [])
+    return tables.flags_frame(f.get("incongruence") or []), tables.flags_frame(
+        f.get("red_flags") or []
+    )
 
 
 def to_markdown(result: Result) -> str:
@@ -68,8 +72,12 @@ def to_markdown(result: Result) -> str:
         "# MA-RAG report",
         f"Generated {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} \u00b7 backend "
         f"`{result.backend}` \u00b7 {result.llm_calls} LLM calls",
-        "## Plan", "```json\n" + json.dumps(result.plan.to_dict(), indent=1) + "\n```",
-        "## Summary", f"**Grounding:** {_verdict(result)}", "", result.summary or "_(empty)_",
+        "## Plan",
+        "```json\n" + json.dumps(result.plan.to_dict(), indent=1) + "\n```",
+        "## Summary",
+        f"**Grounding:** {_verdict(result)}",
+        "",
+        result.summary or "_(empty)_",
     ]
     if unsupported:
         parts.append("\n**Unsupported numbers:** " + ", ".join(f"`{t}`" for t in unsupported))
@@ -78,15 +86,23 @@ def to_markdown(result: Result) -> str:
         parts += ["## Table B (comparison)", _md_table(tables.table_b_frame(result))]
     if result.cohort:
         answer, ranking, stats = tables.cohort_frames(result.cohort)
-        parts += ["## Cohort answer", _md_table(answer), "### Ranking", _md_table(ranking),
-                  "### Per-domain statistics (latest visit)", _md_table(stats)]
+        parts += [
+            "## Cohort answer",
+            _md_table(answer),
+            "### Ranking",
+            _md_table(ranking),
+            "### Per-domain statistics (latest visit)",
+            _md_table(stats),
+        ]
     parts += [
         "## Provenance of every number in the summary",
         _md_table(pd.DataFrame(links_table(links))),
-        "## Fact table", _md_table(tables.facts_frame(result.facts).drop(columns=["items"])),
+        "## Fact table",
+        _md_table(tables.facts_frame(result.facts).drop(columns=["items"])),
         "## Agent narratives",
         *[f"### {k}\n\n{v}\n" for k, v in result.narratives.items()],
-        "## Verification record", "```json\n" + json.dumps(result.verification, indent=1, default=str) + "\n```",
+        "## Verification record",
+        "```json\n" + json.dumps(result.verification, indent=1, default=str) + "\n```",
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -113,14 +129,22 @@ def _html_table(df: pd.DataFrame, change_col: str | None = None) -> str:
             txt = "" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)
             cls = ""
             if change_col and c == change_col:
-                cls = next((f' class="{k}"' for k in ("improved", "worsened", "stable")
-                            if txt.lower().startswith(k)), "")
+                cls = next(
+                    (
+                        f' class="{k}"'
+                        for k in ("improved", "worsened", "stable")
+                        if txt.lower().startswith(k)
+                    ),
+                    "",
+                )
             cells.append(f"<td{cls}>{html.escape(txt)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def report_figures(result: Result, refs: ClinicalRefs, highlight: int | None = None) -> list[tuple[str, Any]]:
+def report_figures(
+    result: Result, refs: ClinicalRefs, highlight: int | None = None
+) -> list[tuple[str, Any]]:
     """(title, figure) pairs for the report: trajectories (and heatmaps) or the cohort slopes."""
     figs: list[tuple[str, Any]] = []
     if result.plan.analysis == "cohort":
@@ -134,8 +158,13 @@ def report_figures(result: Result, refs: ClinicalRefs, highlight: int | None = N
     return figs
 
 
-def to_html(result: Result, refs: ClinicalRefs | None = None, *, highlight: int | None = None,
-            include_charts: bool = True) -> str:
+def to_html(
+    result: Result,
+    refs: ClinicalRefs | None = None,
+    *,
+    highlight: int | None = None,
+    include_charts: bool = True,
+) -> str:
     """A self-contained HTML report (charts interactive, plotly.js inlined once)."""
     refs = refs or ClinicalRefs()
     inc, red = _flag_frames(result)
@@ -145,31 +174,53 @@ def to_html(result: Result, refs: ClinicalRefs | None = None, *, highlight: int 
         "<h1>MA-RAG report</h1>",
         f"<p>Generated {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} &middot; backend "
         f"<code>{html.escape(result.backend)}</code> &middot; {result.llm_calls} LLM calls</p>",
-        "<h2>Plan</h2>", f"<pre>{html.escape(json.dumps(result.plan.to_dict(), indent=1))}</pre>",
+        "<h2>Plan</h2>",
+        f"<pre>{html.escape(json.dumps(result.plan.to_dict(), indent=1))}</pre>",
         "<h2>Summary</h2>",
         f'<p class="{"pass" if passed else "fail"}"><strong>Grounding:</strong> {html.escape(_verdict(result))}</p>',
         f'<div class="summary">{highlighted_html(result.summary, links)}</div>',
-        "<h2>Flags</h2><h3>Incongruence</h3>", _html_table(inc), "<h3>Red-flag items</h3>", _html_table(red),
+        "<h2>Flags</h2><h3>Incongruence</h3>",
+        _html_table(inc),
+        "<h3>Red-flag items</h3>",
+        _html_table(red),
     ]
     if result.table_b:
-        body += ["<h2>Table B (comparison)</h2>", _html_table(tables.table_b_frame(result), "change")]
+        body += [
+            "<h2>Table B (comparison)</h2>",
+            _html_table(tables.table_b_frame(result), "change"),
+        ]
     if result.cohort:
         answer, ranking, stats = tables.cohort_frames(result.cohort)
-        body += ["<h2>Cohort answer</h2>", _html_table(answer), "<h3>Ranking</h3>", _html_table(ranking),
-                 "<h3>Per-domain statistics (latest visit)</h3>", _html_table(stats)]
+        body += [
+            "<h2>Cohort answer</h2>",
+            _html_table(answer),
+            "<h3>Ranking</h3>",
+            _html_table(ranking),
+            "<h3>Per-domain statistics (latest visit)</h3>",
+            _html_table(stats),
+        ]
     if include_charts:
         first = True
         for title, fig in report_figures(result, refs, highlight):
-            body += [f"<h2>{html.escape(title)}</h2>",
-                     fig.to_html(full_html=False, include_plotlyjs=first)]
+            body += [
+                f"<h2>{html.escape(title)}</h2>",
+                fig.to_html(full_html=False, include_plotlyjs=first),
+            ]
             first = False
     body += [
-        "<h2>Provenance of every number in the summary</h2>", _html_table(pd.DataFrame(links_table(links))),
-        "<h2>Fact table</h2>", _html_table(tables.facts_frame(result.facts).drop(columns=["items"])),
+        "<h2>Provenance of every number in the summary</h2>",
+        _html_table(pd.DataFrame(links_table(links))),
+        "<h2>Fact table</h2>",
+        _html_table(tables.facts_frame(result.facts).drop(columns=["items"])),
         "<h2>Agent narratives</h2>",
-        *[f"<h3>{html.escape(k)}</h3><p>{html.escape(v)}</p>" for k, v in result.narratives.items()],
+        *[
+            f"<h3>{html.escape(k)}</h3><p>{html.escape(v)}</p>"
+            for k, v in result.narratives.items()
+        ],
         "<h2>Verification record</h2>",
         f"<pre>{html.escape(json.dumps(result.verification, indent=1, default=str))}</pre>",
     ]
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>MA-RAG report</title>'
-            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>MA-RAG report</title>'
+        f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>"
+    )

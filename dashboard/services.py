@@ -11,6 +11,7 @@ Config -> EngineHandle) or put an EngineHandle in `st.session_state["marag_engin
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -57,26 +58,30 @@ ENGINE_OVERRIDE: Callable[[Config], EngineHandle] | None = None
 
 def config_key(cfg: Config) -> str:
     """A stable string naming a configuration (the cache key of its engine)."""
-    return "|".join(f"{f.name}={getattr(cfg, f.name)!s}" for f in fields(cfg) if f.name != "openai_api_key")
+    return "|".join(
+        f"{f.name}={getattr(cfg, f.name)!s}" for f in fields(cfg) if f.name != "openai_api_key"
+    )
 
 
 def base_config() -> Config:
     return Config.load()
 
 
+@functools.cache
+def _bundled_model_installed() -> bool:
+    try:
+        from engine.llm.local import bundled_gguf_path
+
+        return bundled_gguf_path() is not None
+    except Exception:  # noqa: BLE001 - no local backend installed
+        return False
+
+
 def available_backends(cfg: Config) -> list[str]:
     """Backends this deployment can offer: facts always; local when a model is configured or the
     bundled GGUF is installed; openai when a server URL is configured."""
     out = ["facts"]
-    local = cfg.model is not None
-    if not local:
-        try:
-            from engine.llm.local import bundled_gguf_path
-
-            local = bundled_gguf_path() is not None
-        except Exception:  # noqa: BLE001 - no local backend installed
-            local = False
-    if local:
+    if cfg.model is not None or _bundled_model_installed():
         out.append("local")
     if cfg.openai_base_url:
         out.append("openai")
@@ -89,15 +94,21 @@ def config_for(backend: str | None) -> Config:
     return Config.load({"llm": backend} if backend else None)
 
 
-@st.cache_resource(show_spinner="Opening the knowledge base and loading the model...", max_entries=4)
+@st.cache_resource(
+    show_spinner="Opening the knowledge base and loading the model...", max_entries=4
+)
 def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
     from engine.llm.factory import make_llm
     from engine.pipeline import Engine
     from kb_store.chroma_kb import KBMissingError, open_kb
 
     try:
-        kb = open_kb(_cfg.kb_dir, embedding=_cfg.embedding, collection=_cfg.collection,
-                     chroma_url=_cfg.chroma_url)
+        kb = open_kb(
+            _cfg.kb_dir,
+            embedding=_cfg.embedding,
+            collection=_cfg.collection,
+            chroma_url=_cfg.chroma_url,
+        )
     except KBMissingError as e:
         raise KBUnavailable(str(e)) from e
     return EngineHandle(Engine(_cfg, kb, make_llm(_cfg)), kb, _cfg.llm, threading.Lock())

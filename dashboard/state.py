@@ -22,7 +22,9 @@ MAX_RESULTS = 24
 
 
 def result_key(plan: Plan, backend: str) -> str:
-    return json.dumps({"plan": plan.to_dict(), "query": plan.query, "backend": backend}, sort_keys=True)
+    return json.dumps(
+        {"plan": plan.to_dict(), "query": plan.query, "backend": backend}, sort_keys=True
+    )
 
 
 def _results() -> OrderedDict[str, Result]:

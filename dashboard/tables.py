@@ -12,6 +12,7 @@ import pandas as pd
 
 from dashboard.charts import SlopeRow
 from engine.types import Fact, Result
+from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAIN_LABELS
 
 CHANGE_COLOURS: dict[str, str] = {
@@ -23,8 +24,19 @@ CHANGE_COLOURS: dict[str, str] = {
 
 def facts_frame(facts: Sequence[Fact]) -> pd.DataFrame:
     """One row per fact (patient, visit, domain), items as JSON, as in `marag ask --json`."""
-    cols = ["patient", "visit", "date", "instrument", "domain", "score", "missing", "condition",
-            "profile", "doc_id", "items"]
+    cols = [
+        "patient",
+        "visit",
+        "date",
+        "instrument",
+        "domain",
+        "score",
+        "missing",
+        "condition",
+        "profile",
+        "doc_id",
+        "items",
+    ]
     rows = []
     for f in facts:
         d = f.to_dict()
@@ -39,8 +51,11 @@ def table_b_frame(result: Result) -> pd.DataFrame:
     if not result.table_b:
         return pd.DataFrame(columns=["patient", "visit", "domain", "score", "delta", "change"])
     df = pd.DataFrame(result.table_b)
-    first = [c for c in ("patient", "visit", "date", "domain", "score", "delta", "cumulative", "change")
-             if c in df.columns]
+    first = [
+        c
+        for c in ("patient", "visit", "date", "domain", "score", "delta", "cumulative", "change")
+        if c in df.columns
+    ]
     return df[first + [c for c in df.columns if c not in first]]
 
 
@@ -48,7 +63,13 @@ def style_changes(df: pd.DataFrame, column: str = "change") -> Any:
     """A pandas Styler colouring the `change` column (improved / worsened / stable)."""
     if column not in df.columns or df.empty:
         return df
-    return df.style.map(change_style, subset=[column])
+    nums = [c for c in ("score", "delta", "cumulative") if c in df.columns]
+    ints = [c for c in ("from_visit", "missing_items") if c in df.columns]
+    return (
+        df.style.map(change_style, subset=[column])
+        .format(lambda x: "" if pd.isna(x) else fmt_num(float(x)), subset=nums)
+        .format(lambda x: "" if pd.isna(x) else str(int(x)), subset=ints)
+    )
 
 
 def change_style(v: Any) -> str:
@@ -60,18 +81,32 @@ def change_style(v: Any) -> str:
 def flags_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
-    df = pd.DataFrame([{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()}
-                       for r in rows])
-    first = [c for c in ("patient", "visit", "date", "domain", "item", "label", "value", "score")
-             if c in df.columns]
+    df = pd.DataFrame(
+        [
+            {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()}
+            for r in rows
+        ]
+    )
+    first = [
+        c
+        for c in ("patient", "visit", "date", "domain", "item", "label", "value", "score")
+        if c in df.columns
+    ]
     return df[first + [c for c in df.columns if c not in first]]
 
 
 def slopes_frame(slopes: Sequence[SlopeRow]) -> pd.DataFrame:
     return pd.DataFrame(
-        [{"patient": s.patient, "domain": s.domain, "slope_per_visit": round(s.slope, 3),
-          "slope_per_year": None if s.slope_year is None else round(s.slope_year, 3),
-          "visits": s.n_visits} for s in slopes],
+        [
+            {
+                "patient": s.patient,
+                "domain": s.domain,
+                "slope_per_visit": round(s.slope, 3),
+                "slope_per_year": None if s.slope_year is None else round(s.slope_year, 3),
+                "visits": s.n_visits,
+            }
+            for s in slopes
+        ],
         columns=["patient", "domain", "slope_per_visit", "slope_per_year", "visits"],
     )
 
@@ -84,14 +119,18 @@ def cohort_frames(cohort: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.DataF
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     keys = ("label", "statistic", "domain", "patient", "value", "visit", "ties", "n_patients")
     answer = pd.DataFrame([{k: _cell(cohort.get(k)) for k in keys if k in cohort}])
-    ranking = pd.DataFrame([{k: _cell(v) for k, v in r.items()} for r in cohort.get("ranking") or []])
+    ranking = pd.DataFrame(
+        [{k: _cell(v) for k, v in r.items()} for r in cohort.get("ranking") or []]
+    )
     if not ranking.empty:
         first = [c for c in ("rank", "patient", "value") if c in ranking.columns]
         ranking = ranking[first + [c for c in ranking.columns if c not in first]]
-    stats = pd.DataFrame([
-        {"domain": domain_label(d), **{k: _cell(v) for k, v in st.items()}}
-        for d, st in (cohort.get("domain_stats") or {}).items()
-    ])
+    stats = pd.DataFrame(
+        [
+            {"domain": domain_label(d), **{k: _cell(v) for k, v in st.items()}}
+            for d, st in (cohort.get("domain_stats") or {}).items()
+        ]
+    )
     return answer, ranking, stats
 
 

@@ -76,23 +76,45 @@ def apply_plan(plan: Plan, patient_key: str) -> None:
 def common_widgets() -> tuple[list[str], str]:
     """Instruments and visit filter (with N when the filter needs one)."""
     instruments = st.multiselect(
-        "Instruments", list(INSTRUMENT_LABELS), default=["updrs", "pdq8"],
-        format_func=lambda i: INSTRUMENT_LABELS[i], key="instruments", bind="query-params",
+        "Instruments",
+        list(INSTRUMENT_LABELS),
+        default=["updrs", "pdq8"],
+        format_func=lambda i: INSTRUMENT_LABELS[i],
+        key="instruments",
+        bind="query-params",
         help="MDS-UPDRS: motor (Part III), ADL (Part II), non-motor (Part I); PDQ-8: quality of life",
     )
     c1, c2 = st.columns([3, 1])
     with c1:
-        kind = st.selectbox("Visits", list(VISIT_KINDS), format_func=lambda k: VISIT_KINDS[k],
-                            key="visits", bind="query-params")
+        kind = st.selectbox(
+            "Visits",
+            list(VISIT_KINDS),
+            format_func=lambda k: VISIT_KINDS[k],
+            key="visits",
+            bind="query-params",
+        )
     with c2:
-        n = st.number_input("N", min_value=1, max_value=99, value=2, step=1, key="n",
-                            bind="query-params", disabled="N" not in kind,
-                            help="Visit number, or how many visits, for the filters that need it")
+        n = st.number_input(
+            "N",
+            min_value=1,
+            max_value=99,
+            value=2,
+            step=1,
+            key="n",
+            bind="query-params",
+            disabled="N" not in kind,
+            help="Visit number, or how many visits, for the filters that need it",
+        )
     return instruments, join_visit_filter(kind, int(n))
 
 
-def make_plan(patients: Sequence[int], analysis: str, instruments: Sequence[str], visit_filter: str,
-              query: str = "") -> Plan | None:
+def make_plan(
+    patients: Sequence[int],
+    analysis: str,
+    instruments: Sequence[str],
+    visit_filter: str,
+    query: str = "",
+) -> Plan | None:
     """The Plan, or None after showing what is wrong with the widgets."""
     if not instruments:
         st.warning("Choose at least one instrument.")
@@ -107,8 +129,11 @@ def make_plan(patients: Sequence[int], analysis: str, instruments: Sequence[str]
 def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[str, ...]) -> None:
     """Optional 'ask in words': parse a query with the engine's planner into the widgets."""
     with st.expander("Ask in words (fills in the plan for you to check)", expanded=False):
-        text = st.text_input("Question", key=f"ask_{page}",
-                             placeholder="e.g. How has patient 3's motor score changed over the last 3 visits?")
+        text = st.text_input(
+            "Question",
+            key=f"ask_{page}",
+            placeholder="e.g. How has patient 3's motor score changed over the last 3 visits?",
+        )
         if st.button("Fill in the plan", key=f"parse_{page}", disabled=not text.strip()):
             try:
                 plan = handle.plan(text)
@@ -146,22 +171,34 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
     """The Run button and progress per pipeline node; returns the stored result for this plan and
     backend (no engine run when one is stored), or the new one after Run."""
     if plan is None:
-        st.button("Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:", disabled=True)
+        st.button(
+            "Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:", disabled=True
+        )
         return None
     backend = handle.backend
     existing = state.get_result(plan, backend)
     autorun_flag = f"marag_autorun_{page}"
-    auto = (existing is None and st.query_params.get("run") == "1"
-            and not st.session_state.get(autorun_flag))
+    auto = (
+        existing is None
+        and st.query_params.get("run") == "1"
+        and not st.session_state.get(autorun_flag)
+    )
     st.session_state[autorun_flag] = True
-    clicked = st.button("Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:",
-                        help="Run the pipeline for this plan (cached results are reused)")
+    clicked = st.button(
+        "Run",
+        type="primary",
+        key=f"run_{page}",
+        icon=":material/play_arrow:",
+        help="Run the pipeline for this plan (cached results are reused)",
+    )
     if not (clicked or auto):
         if existing is not None:
             state.set_current(plan, backend)
         return existing
     starts: dict[str, float] = {}
-    with st.status(f"Running the {plan.analysis} pipeline ({backend})...", expanded=False) as status:
+    with st.status(
+        f"Running the {plan.analysis} pipeline ({backend})...", expanded=False
+    ) as status:
 
         def on_node(node: str, what: str) -> None:
             if what == "start":
@@ -180,7 +217,7 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
             return None
         status.update(
             label=f"Done in {time.perf_counter() - t0:.1f} s, {result.llm_calls} LLM call"
-                  f"{'s' if result.llm_calls != 1 else ''} ({backend})",
+            f"{'s' if result.llm_calls != 1 else ''} ({backend})",
             state="complete",
         )
     state.store_result(plan, backend, result)

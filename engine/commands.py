@@ -1,6 +1,7 @@
 """`marag plan` and `marag ask`: parse flags, run the engine, print text or JSON.
 
-Flags given to `ask` (--patients, --analysis, --instruments, --visits) override the parsed plan.
+Flags given to `ask` (--patients, --analysis, --instruments, --visits) override the rules-parsed
+plan; the engine then runs that plan without a planner node.
 Errors a user can fix raise ValueError / FileNotFoundError; engine.cli prints them as one line and
 exits 2.
 """
@@ -93,7 +94,11 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
     if not query and not overrides:
         raise ValueError("ask needs a QUERY or plan flags (--patients, --analysis, ...)")
     if overrides:
-        parsed = engine.plan(query) if query else None
+        # plan flags given: the rules parser fills the other fields (no planner LLM call); ids are
+        # checked once, on the final plan, so a flag can replace an id the query got wrong
+        from engine.plan import parse_query
+
+        parsed = parse_query(query) if query else None
         result = engine.ask(query, plan=plan_from_args(args, parsed))
     else:
         result = engine.ask(query)

@@ -204,7 +204,8 @@ def single_session_text(series: Series, facts: Sequence[Fact], patients: Sequenc
                     top = [f"{prof.item(c).label} {fmt(x)}" for c, x in f.items.items()
                            if x is not None and x >= NOTABLE_ITEM_LEVEL]
                     if top:
-                        high.append(f"{_cap(DOMAIN_WORDS[f.domain])} items rated moderate or worse at "
+                        level = "answered often or always" if f.domain == "qol" else "rated moderate or worse"
+                        high.append(f"{_cap(DOMAIN_WORDS[f.domain])} items {level} at "
                                     f"visit {v}: " + ", ".join(top) + ".")
             if high:
                 paras.append(" ".join(high))

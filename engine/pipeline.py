@@ -105,9 +105,8 @@ class Engine:
         check_patients(plan, known)
         if not plan.patients:
             plan = Plan(tuple(known), plan.analysis, plan.instruments, plan.visit_filter, plan.query)
-        st = State(query=plan.query, plan=plan, trace=list(_pre or []), llm_calls=_planner_calls,
-                   planner_calls=_planner_calls)
-        self._guard = guard
+        st = State(query=plan.query, plan=plan, guard=guard, trace=list(_pre or []),
+                   llm_calls=_planner_calls, planner_calls=_planner_calls)
 
         def node(name: str, fn: Callable[[], dict]) -> None:
             if on_node:
@@ -238,13 +237,13 @@ class Engine:
 
     def _guarded(self, st: State, agent: str, req: LLMRequest, text: str, fallback: str) -> str:
         """Run the grounding guard on one agent's text and keep its record."""
-        if self.llm is None or not self._guard:
+        if self.llm is None or not st.guard:
             # facts backend / unguarded baseline: measure the text, never replace it
             res = guard_text(text, st.ledger, None, lambda: text, max_rounds=0,
                              plan_patients=st.plan.patients)
             rec = dict(res.record)
             rec["fallback_used"] = False
-            rec["guarded"] = self._guard and self.llm is not None
+            rec["guarded"] = False
             st.guard_records[agent] = rec
             return text
 

@@ -17,6 +17,7 @@ from engine.types import Fact, FactValue, Plan, TraceEntry
 class State:
     query: str
     plan: Plan
+    guard: bool = True  # run the grounding guard on generated text
     intent: str = ""  # internal label from the fixed intent map
     facts: list[Fact] = field(default_factory=list)  # F (domain path: OFF/untreated only)
     subsets: dict[str, list[Fact]] = field(default_factory=dict)  # F_motor, F_adl, F_nonmotor, F_qol

@@ -9,6 +9,7 @@ Embedded layout (``kb_dir``)::
     CURRENT                 name of the live generation (one line), replaced atomically
     gen-000007/             Chroma persist directory of that generation
     gen-000007/manifest.json  embedding, collection, document and patient counts, build time
+    gen-000007/hashes.json  {document id: content_hash} of that generation (the diff reads it)
     .build.lock             held (fcntl) by the one process building
 
 Build rule: documents whose id and ``content_hash`` metadata are already in the live generation are
@@ -57,9 +58,10 @@ log = logging.getLogger(__name__)
 
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
+HASHES = "hashes.json"  # {doc id: content_hash} of the generation, for the diff without a scan
 LOCK = ".build.lock"
 GEN_PREFIX = "gen-"
-EMBED_BATCH = 256
+EMBED_BATCH = 1000  # texts per embedding call and per upsert (fewer, larger Chroma writes)
 FORMAT_VERSION = 1
 _EMBEDDING_BY_EF_NAME = {"marag-minilm": "minilm", "marag-hashing": "hashing"}
 
@@ -140,12 +142,15 @@ def _http_client(url: str) -> Any:
     u = urlparse(url if "://" in url else f"http://{url}")
     if not u.hostname:
         raise ValueError(f"chroma_url {url!r} has no host (expected e.g. http://localhost:8000)")
-    return chromadb.HttpClient(
-        host=u.hostname,
-        port=u.port or (443 if u.scheme == "https" else 8000),
-        ssl=u.scheme == "https",
-        settings=settings(),
-    )
+    try:
+        return chromadb.HttpClient(
+            host=u.hostname,
+            port=u.port or (443 if u.scheme == "https" else 8000),
+            ssl=u.scheme == "https",
+            settings=settings(),
+        )
+    except ValueError as e:  # chromadb: "Could not connect to a Chroma server..."
+        raise ValueError(f"cannot reach the Chroma server at {url}: {e}") from None
 
 
 def _persistent_client(path: Path) -> Any:
@@ -283,7 +288,9 @@ def _build_embedded(
             and manifest.get("collection") == collection
         )
         existing: dict[str, str] = {}
-        if reuse and live is not None:
+        if reuse and live is not None and (live / HASHES).is_file():
+            existing = json.loads((live / HASHES).read_text(encoding="utf-8"))
+        elif reuse and live is not None:
             client = _persistent_client(live)
             try:
                 existing = _existing_hashes(
@@ -328,6 +335,8 @@ def _build_embedded(
             _release(client)
             client = None
             patients = sorted({int(d.metadata["proj_id"]) for d in docs})
+            hashes = {d.id: d.metadata["content_hash"] for d in docs}
+            (new / HASHES).write_text(json.dumps(hashes, sort_keys=True), encoding="utf-8")
             (new / MANIFEST).write_text(
                 json.dumps(
                     {

@@ -68,7 +68,7 @@ class ValidationIssue:
     column: str | None
     rule: str  # short machine name: out_of_range, non_numeric, missing_item, duplicate_session, ...
     message: str
-    severity: str = "error"  # "error" = row rejected; "warning" = row kept, noted
+    severity: str = "error"  # "error" = row rejected; "warning" = row kept, noted; "info" = deliberate action (visit join, ignored column)
 
     def line(self) -> str:
         where = self.file

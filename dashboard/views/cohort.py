@@ -31,13 +31,24 @@ if not ids:
 widgets.take_pending("question", ANALYSES)
 widgets.show_parsed_note()
 with st.container(border=True, key="plan_box"):
-    question = st.selectbox("Cohort question", QUESTIONS, key="question", bind="query-params",
-                            accept_new_options=True,
-                            help="Pick one or type your own; the cohort agent picks the statistic by keywords")
-    subset = st.multiselect("Restrict to patients (empty = every patient)", ids, key="cohort_patients",
-                            bind="query-params")
+    question = st.selectbox(
+        "Cohort question",
+        QUESTIONS,
+        key="question",
+        bind="query-params",
+        accept_new_options=True,
+        help="Pick one or type your own; the cohort agent picks the statistic by keywords",
+    )
+    subset = st.multiselect(
+        "Restrict to patients (empty = every patient)",
+        ids,
+        key="cohort_patients",
+        bind="query-params",
+    )
     instruments, visit_filter = widgets.common_widgets()
-    plan = widgets.make_plan(sorted(subset), "cohort", instruments, visit_filter, query=question or "")
+    plan = widgets.make_plan(
+        sorted(subset), "cohort", instruments, visit_filter, query=question or ""
+    )
     widgets.ask_box(handle, "cohort", "question", ANALYSES)
 result = widgets.run_step(handle, plan, "cohort")
 if result is None:
@@ -57,14 +68,22 @@ with right:
     st.dataframe(ranking, hide_index=True, key="cohort_ranking", height=260)
     st.subheader("Slopes")
     in_result = sorted({f.patient for f in result.facts})
-    highlight = st.selectbox("Highlight patient", in_result, index=None, key="highlight",
-                             placeholder="(none)")
+    highlight = st.selectbox(
+        "Highlight patient", in_result, index=None, key="highlight", placeholder="(none)"
+    )
     slopes = charts.slopes_from_cohort(result.cohort) or charts.patient_slopes(result.facts)
-    st.plotly_chart(charts.cohort_slope_figure(slopes, highlight), theme=None, key="slope_chart",
-                    width="stretch")
+    st.plotly_chart(
+        charts.cohort_slope_figure(slopes, highlight),
+        theme=None,
+        key="slope_chart",
+        width="stretch",
+    )
     with st.expander("Per-domain statistics (each patient's latest scored visit)"):
         st.dataframe(stats, hide_index=True, key="cohort_stats")
 
 render.export_buttons(result, refs, "cohort", highlight=highlight)
-st.page_link("views/provenance.py", label="Where does each number come from? Open Provenance",
-             icon=":material/fact_check:")
+st.page_link(
+    "views/provenance.py",
+    label="Where does each number come from? Open Provenance",
+    icon=":material/fact_check:",
+)

@@ -20,8 +20,9 @@ if len(ids) < 2:
 widgets.take_pending("patients", ANALYSES)
 widgets.show_parsed_note()
 with st.container(border=True, key="plan_box"):
-    patients = st.multiselect("Patients (two or more)", ids, default=ids[:2], key="patients",
-                              bind="query-params")
+    patients = st.multiselect(
+        "Patients (two or more)", ids, default=ids[:2], key="patients", bind="query-params"
+    )
     instruments, visit_filter = widgets.common_widgets()
     plan = None
     if len(patients) < 2:
@@ -31,18 +32,22 @@ with st.container(border=True, key="plan_box"):
     widgets.ask_box(handle, "compare", "patients", ANALYSES)
 result = widgets.run_step(handle, plan, "compare")
 if result is None:
-    st.info("Choose the patients and the plan above, then press **Run**.", icon=":material/touch_app:")
+    st.info(
+        "Choose the patients and the plan above, then press **Run**.", icon=":material/touch_app:"
+    )
     st.stop()
 
 left, right = st.columns([2, 3], gap="large")
 with left:
     render.summary_panel(result)
-    render.flags_panel(result)
     render.screening_notes(result)
 with right:
+    render.flags_panel(result)
     st.subheader("Table B")
-    st.caption("Change from the previous selected visit; decrease = improvement; "
-               "stable = smaller than the domain's MCID.")
+    st.caption(
+        "Change from the previous selected visit; decrease = improvement; "
+        "stable = smaller than the domain's MCID."
+    )
     tb = tables.table_b_frame(result)
     st.dataframe(tables.style_changes(tb), hide_index=True, key="table_b")
     st.subheader("Trajectories")
@@ -55,14 +60,27 @@ with right:
         for i, p in enumerate(pats):
             with cols[i % len(cols)]:
                 st.plotly_chart(
-                    charts.trajectory_figure([f for f in result.facts if f.patient == p], refs,
-                                             show_bands=show_bands, height_per_domain=180),
-                    theme=None, key=f"trajectory_chart_{p}", width="stretch",
+                    charts.trajectory_figure(
+                        [f for f in result.facts if f.patient == p],
+                        refs,
+                        show_bands=show_bands,
+                        height_per_domain=180,
+                    ),
+                    theme=None,
+                    key=f"trajectory_chart_{p}",
+                    width="stretch",
                 )
     else:
-        st.plotly_chart(charts.trajectory_figure(result.facts, refs, show_bands=show_bands),
-                        theme=None, key="trajectory_chart", width="stretch")
+        st.plotly_chart(
+            charts.trajectory_figure(result.facts, refs, show_bands=show_bands),
+            theme=None,
+            key="trajectory_chart",
+            width="stretch",
+        )
 
 render.export_buttons(result, refs, "compare")
-st.page_link("views/provenance.py", label="Where does each number come from? Open Provenance",
-             icon=":material/fact_check:")
+st.page_link(
+    "views/provenance.py",
+    label="Where does each number come from? Open Provenance",
+    icon=":material/fact_check:",
+)

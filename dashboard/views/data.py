@@ -30,8 +30,10 @@ except Exception as e:  # noqa: BLE001 - show, never hide
     exists = False
     st.caption(f"KB status unavailable: {e}")
 with st.container(border=True):
-    st.markdown(f"**Current KB:** `{cfg.kb_dir}` (collection `{cfg.collection}`, embedding "
-                f"`{cfg.embedding}`{', server ' + cfg.chroma_url if cfg.chroma_url else ''})")
+    st.markdown(
+        f"**Current KB:** `{cfg.kb_dir}` (collection `{cfg.collection}`, embedding "
+        f"`{cfg.embedding}`{', server ' + cfg.chroma_url if cfg.chroma_url else ''})"
+    )
     if exists:
         try:
             n = len(services.get_engine(services.config_for("facts")).kb.patient_ids())
@@ -43,8 +45,12 @@ with st.container(border=True):
 
 st.subheader("1. Choose the source and validate")
 source = st.radio("Source", list(SOURCES), format_func=lambda s: SOURCES[s], key="data_source")
-fmt = st.selectbox("Format", ["auto", "generic", "marag", "ppmi"], key="data_format",
-                   help="auto detects the generic session CSV, the MA-RAG study files and PPMI exports")
+fmt = st.selectbox(
+    "Format",
+    ["auto", "generic", "marag", "ppmi"],
+    key="data_format",
+    help="auto detects the generic session CSV, the MA-RAG study files and PPMI exports",
+)
 paths: list[Path] = []
 if source == "sample":
     from kb_store.synth import default_sample_path
@@ -52,14 +58,18 @@ if source == "sample":
     paths = [default_sample_path()]
     st.caption(f"`{paths[0]}`")
 elif source == "upload":
-    files = st.file_uploader("CSV files", type=["csv"], accept_multiple_files=True, key="data_files")
+    files = st.file_uploader(
+        "CSV files", type=["csv"], accept_multiple_files=True, key="data_files"
+    )
     if files:
         tmp = Path(tempfile.mkdtemp(prefix="marag-upload-"))
         for f in files:
             (tmp / Path(f.name).name).write_bytes(f.getvalue())
             paths.append(tmp / Path(f.name).name)
 else:
-    p = st.text_input("Path", key="data_path", placeholder="/path/to/ma-rag or /path/to/ppmi-export")
+    p = st.text_input(
+        "Path", key="data_path", placeholder="/path/to/ma-rag or /path/to/ppmi-export"
+    )
     if p.strip():
         paths = [Path(p.strip()).expanduser()]
 
@@ -73,8 +83,12 @@ if st.button("Validate", key="validate", disabled=not paths, icon=":material/rul
         st.session_state.pop(INGEST_KEY, None)
         st.error(str(e))
     else:
-        st.session_state[INGEST_KEY] = {"result": res, "report": format_report(res),
-                                        "paths": [str(x) for x in paths], "format": fmt}
+        st.session_state[INGEST_KEY] = {
+            "result": res,
+            "report": format_report(res),
+            "paths": [str(x) for x in paths],
+            "format": fmt,
+        }
 
 ing = st.session_state.get(INGEST_KEY)
 if ing:
@@ -92,22 +106,35 @@ if ing:
     if not res.sessions:
         st.error("Nothing to build: no session passed validation.")
     else:
-        st.caption(f"Sources: {', '.join(ing['paths'])} (format {ing['format']}). Building replaces the KB "
-                   f"at `{cfg.kb_dir}`; unchanged documents are not re-embedded; a failure keeps the old KB.")
-        if st.button(f"Build the KB from these {len(res.sessions)} sessions", type="primary",
-                     key="build", icon=":material/construction:"):
+        st.caption(
+            f"Sources: {', '.join(ing['paths'])} (format {ing['format']}). Building replaces the KB "
+            f"at `{cfg.kb_dir}`; unchanged documents are not re-embedded; a failure keeps the old KB."
+        )
+        if st.button(
+            f"Build the KB from these {len(res.sessions)} sessions",
+            type="primary",
+            key="build",
+            icon=":material/construction:",
+        ):
             from kb_store.chroma_kb import build_kb
 
             with st.status("Building the knowledge base...", expanded=True) as status:
                 try:
-                    stats = build_kb(res.sessions, cfg.kb_dir, embedding=cfg.embedding,
-                                     collection=cfg.collection, chroma_url=cfg.chroma_url)
+                    stats = build_kb(
+                        res.sessions,
+                        cfg.kb_dir,
+                        embedding=cfg.embedding,
+                        collection=cfg.collection,
+                        chroma_url=cfg.chroma_url,
+                    )
                 except Exception as e:  # noqa: BLE001 - the old KB stays; say why
                     status.update(label="Build failed; the previous KB is unchanged", state="error")
                     st.error(str(e))
                 else:
-                    status.write(f"added {stats.added}, updated {stats.updated}, unchanged {stats.unchanged}, "
-                                 f"deleted {stats.deleted}; {stats.total} documents in {stats.seconds:.1f} s")
+                    status.write(
+                        f"added {stats.added}, updated {stats.updated}, unchanged {stats.unchanged}, "
+                        f"deleted {stats.deleted}; {stats.total} documents in {stats.seconds:.1f} s"
+                    )
                     status.update(label="KB built", state="complete")
                     services.clear_engines()
                     state.clear_results()

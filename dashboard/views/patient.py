@@ -22,9 +22,18 @@ widgets.show_parsed_note()
 with st.container(border=True, key="plan_box"):
     c1, c2 = st.columns([1, 2])
     patient = c1.selectbox("Patient", ids, key="patient", bind="query-params")
-    analysis = c2.radio("Analysis", ANALYSES, format_func=lambda a: widgets.ANALYSIS_LABELS[a],
-                        key="analysis", bind="query-params", horizontal=True)
+    analysis = c2.radio(
+        "Analysis",
+        ANALYSES,
+        format_func=lambda a: widgets.ANALYSIS_LABELS[a],
+        key="analysis",
+        bind="query-params",
+        horizontal=True,
+    )
     instruments, visit_filter = widgets.common_widgets()
+    if analysis == "single_session" and visit_filter == "none":
+        visit_filter = "latest_visit"
+        st.caption("Single session: the latest visit (choose *Visit N* for another one).")
     plan = widgets.make_plan([patient], analysis, instruments, visit_filter)
     widgets.ask_box(handle, "patient", "patient", ANALYSES)
 result = widgets.run_step(handle, plan, "patient")
@@ -35,24 +44,36 @@ if result is None:
 left, right = st.columns([2, 3], gap="large")
 with left:
     render.summary_panel(result)
-    render.flags_panel(result)
     render.screening_notes(result)
 with right:
+    render.flags_panel(result)
     st.subheader("Trajectories")
     o1, o2 = st.columns(2)
     show_bands = o1.toggle("Severity bands", value=True, key="show_bands")
     show_mcid = o2.toggle("MCID-sized changes", value=True, key="show_mcid")
     t1, t2, t3 = st.tabs(["Domain scores", "Item heatmap", "Fact table"])
     with t1:
-        st.plotly_chart(charts.trajectory_figure(result.facts, refs, show_bands=show_bands,
-                                                 show_mcid=show_mcid),
-                        theme=None, key="trajectory_chart", width="stretch")
+        st.plotly_chart(
+            charts.trajectory_figure(
+                result.facts, refs, show_bands=show_bands, show_mcid=show_mcid
+            ),
+            theme=None,
+            key="trajectory_chart",
+            width="stretch",
+        )
     with t2:
-        st.plotly_chart(charts.item_heatmap(result.facts, result.plan.patients[0]), theme=None,
-                        key="heatmap_chart", width="stretch")
+        st.plotly_chart(
+            charts.item_heatmap(result.facts, result.plan.patients[0]),
+            theme=None,
+            key="heatmap_chart",
+            width="stretch",
+        )
     with t3:
         st.dataframe(tables.facts_frame(result.facts), hide_index=True, key="facts_table")
 
 render.export_buttons(result, refs, "patient")
-st.page_link("views/provenance.py", label="Where does each number come from? Open Provenance",
-             icon=":material/fact_check:")
+st.page_link(
+    "views/provenance.py",
+    label="Where does each number come from? Open Provenance",
+    icon=":material/fact_check:",
+)

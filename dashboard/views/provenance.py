@@ -17,8 +17,11 @@ from dashboard.provenance import link_numbers, links_table
 st.header("Provenance", divider="gray")
 result = state.current_result()
 if result is None:
-    st.info("No result yet. Run an analysis on the Patient, Compare or Cohort page; its provenance "
-            "appears here.", icon=":material/fact_check:")
+    st.info(
+        "No result yet. Run an analysis on the Patient, Compare or Cohort page; its provenance "
+        "appears here.",
+        icon=":material/fact_check:",
+    )
     st.page_link("views/patient.py", label="Open the Patient page", icon=":material/person:")
     st.stop()
 cfg, handle, refs = engine_or_stop()
@@ -34,35 +37,63 @@ with c2:
 
 links = link_numbers(result)
 st.subheader(f"Numbers in the summary ({len(links)})")
-st.caption("Each number, the ledger values it can stand for (kind, patient, visit, domain), the fact "
-           "rows they are computed from and the KB documents behind them. Red = unsupported.")
+st.caption(
+    "Each number, the ledger values it can stand for (kind, patient, visit, domain), the fact "
+    "rows they are computed from and the KB documents behind them. Red = unsupported."
+)
 rows = links_table(links)
 df = pd.DataFrame(rows)
+for col in ("patient", "visit"):
+    if col in df.columns:
+        df[col] = df[col].astype("Int64")
 if not df.empty:
-    st.dataframe(df.style.map(lambda v: "" if v else "background-color: #F6DEDA", subset=["supported"]),
-                 hide_index=True, key="links_table")
-    labels = [f"#{i} \u201c{lk.text}\u201d at {lk.start}-{lk.end}" + ("" if lk.supported else " (unsupported)")
-              for i, lk in enumerate(links, start=1)]
-    pick = st.selectbox("Trace one number to its sources", range(len(links)), format_func=lambda i: labels[i],
-                        key="trace_number")
+    st.dataframe(
+        df.style.map(lambda v: "" if v else "background-color: #F6DEDA", subset=["supported"]),
+        hide_index=True,
+        key="links_table",
+    )
+    labels = [
+        f"#{i} \u201c{lk.text}\u201d at {lk.start}-{lk.end}"
+        + ("" if lk.supported else " (unsupported)")
+        for i, lk in enumerate(links, start=1)
+    ]
+    first_value = next((i for i, lk in enumerate(links) if lk.values and lk.facts), 0)
+    pick = st.selectbox(
+        "Trace one number to its sources",
+        range(len(links)),
+        format_func=lambda i: labels[i],
+        index=first_value,
+        key="trace_number",
+    )
     lk = links[pick]
     s = max(0, lk.start - 60)
-    st.markdown("> \u2026" + result.summary[s:lk.start].replace("\n", " ") + f"**[{lk.text}]**"
-                + result.summary[lk.end:lk.end + 60].replace("\n", " ") + "\u2026")
+    st.markdown(
+        "> \u2026"
+        + result.summary[s : lk.start].replace("\n", " ")
+        + f"**[{lk.text}]**"
+        + result.summary[lk.end : lk.end + 60].replace("\n", " ")
+        + "\u2026"
+    )
     if not lk.supported:
         st.error(f"Unsupported: {lk.reason or 'no fact has this value'}")
     a, b = st.columns(2)
     with a:
         st.markdown("**Ledger values**")
-        st.dataframe(pd.DataFrame([v.__dict__ for v in lk.values]), hide_index=True, key="trace_values")
+        st.dataframe(
+            pd.DataFrame([v.__dict__ for v in lk.values]), hide_index=True, key="trace_values"
+        )
         st.markdown("**Fact rows**")
         st.dataframe(tables.facts_frame(lk.facts), hide_index=True, key="trace_facts")
     with b:
         st.markdown("**KB documents**")
         docs = handle.kb.get_docs(lk.doc_ids) if lk.doc_ids else []
         if not docs:
-            st.caption("No KB document: this value is computed (e.g. a slope or cohort statistic) "
-                       "or comes from contexts/." if lk.values else "No source found.")
+            st.caption(
+                "No KB document: this value is computed (e.g. a slope or cohort statistic) "
+                "or comes from contexts/."
+                if lk.values
+                else "No source found."
+            )
         for d in docs:
             with st.container(border=True):
                 st.markdown(f"`{d.id}` \u00b7 source `{d.metadata.get('source', '')}`")
@@ -76,8 +107,11 @@ for agent, text in result.narratives.items():
         st.markdown("**Narrative**")
         st.text(text)
         st.markdown("**Prompt**")
-        st.code(result.prompts.get(agent, "(no prompt recorded: deterministic text)"), language=None,
-                wrap_lines=True)
+        st.code(
+            result.prompts.get(agent, "(no prompt recorded: deterministic text)"),
+            language=None,
+            wrap_lines=True,
+        )
 for agent in [a for a in result.prompts if a not in result.narratives]:
     with st.expander(f"{agent}: prompt"):
         st.code(result.prompts[agent], language=None, wrap_lines=True)
@@ -97,11 +131,30 @@ with v2:
 
 st.subheader("Downloads")
 d1, d2, d3 = st.columns(3)
-d1.download_button("Fact table (CSV)", lambda: report.facts_csv(result), file_name="marag-facts.csv",
-                   mime="text/csv", key="dl_facts_prov", on_click="ignore", icon=":material/table:")
-d2.download_button("Number links (CSV)", lambda: report.provenance_csv(result),
-                   file_name="marag-provenance.csv", mime="text/csv", key="dl_links_prov",
-                   on_click="ignore", icon=":material/link:")
-d3.download_button("Result (JSON)", lambda: json.dumps(result.to_json(), indent=1, default=str),
-                   file_name="marag-result.json", mime="application/json", key="dl_json_prov",
-                   on_click="ignore", icon=":material/data_object:")
+d1.download_button(
+    "Fact table (CSV)",
+    lambda: report.facts_csv(result),
+    file_name="marag-facts.csv",
+    mime="text/csv",
+    key="dl_facts_prov",
+    on_click="ignore",
+    icon=":material/table:",
+)
+d2.download_button(
+    "Number links (CSV)",
+    lambda: report.provenance_csv(result),
+    file_name="marag-provenance.csv",
+    mime="text/csv",
+    key="dl_links_prov",
+    on_click="ignore",
+    icon=":material/link:",
+)
+d3.download_button(
+    "Result (JSON)",
+    lambda: json.dumps(result.to_json(), indent=1, default=str),
+    file_name="marag-result.json",
+    mime="application/json",
+    key="dl_json_prov",
+    on_click="ignore",
+    icon=":material/data_object:",
+)

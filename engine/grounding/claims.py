@@ -85,7 +85,6 @@ KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for p, k in (
         (r"per\s+year|/\s*y(?:ea)?r\b|a\s+year\b|per\s+annum|annuali[sz]ed|yearly", "slope_year"),
         (r"per\s+visit|/\s*visit|each\s+visit|a\s+visit\b|\bslope\b", "slope"),
-        (r"\b(?:mcid|minimal clinically important|cut-?off|threshold)", "threshold"),
         (r"^\s*(?:visits|sessions|assessments)\b", "count_visits"),
         (r"^\s*(?:patients|participants|subjects)\b", "count_patients"),
         (r"^\s*(?:of\s+\d+\s+)?items?\b", "count_items"),
@@ -140,6 +139,8 @@ def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[
             add(label, it.code, it.domain)
             head = re.split(r",|\s\(", label)[0]
             add(head, it.code, it.domain)
+            if " and " in head:
+                add(head.split(" and ")[0], it.code, it.domain)
             for par in re.findall(r"\(([^)]+)\)", label):
                 if par.lower() not in {"examination", "activities of daily living"}:
                     add(par, it.code, it.domain)
@@ -185,6 +186,7 @@ class Claim:
     date: str | None = None
     context: bool = True
     reference: bool = False  # a visit named as the reference of a change ("from visit 2")
+    visit_list: list[int] = field(default_factory=list)  # "rated 3 at visits 2, 3 and 4": holds at each
     status: str = ""  # correct | wrong | lenient_supported | lenient_unsupported
     reason: str = ""
     expected: list[str] = field(default_factory=list)
@@ -336,6 +338,7 @@ class _Cue:
     kind: str  # patient, patients, visit, ref_visit, domain, item, paren_open, paren_close, semicolon
     value: Any = None
     num_spans: tuple[tuple[int, int], ...] = ()
+    range_end: bool = False  # end of a span ("between baseline and visit 4") or a list: no anchor
 
 
 def _sentences(text: str) -> list[tuple[int, int, int]]:
@@ -387,13 +390,17 @@ def _cues(text: str, ledger: LedgerIndex, patient: int | None) -> list[_Cue]:
         else:
             vals_all = vals
         before = text[max(0, m.start() - 40):m.start()]
-        if len(vals) == 1 and REF_BEFORE_RE.search(before):
+        onward = re.match(r"\s*(?:onwards?|on)\b", text[m.end():m.end() + 10], re.I)
+        span_end = re.search(r"(?:between|from)\s+(?:the\s+)?(?:baseline|(?:visit|session|assessment)\s*\d+)"
+                             r"\s+(?:and|to|through)\s+(?:the\s+)?$", before, re.I)
+        if len(vals) == 1 and REF_BEFORE_RE.search(before) and not onward and not span_end:
             cues.append(_Cue(m.start(), m.end(), "ref_visit", vals[0], spans))
         elif re.search(r"\bbetween\s+$", before, re.I) and len(vals) == 2:
             cues.append(_Cue(m.start(), m.end(), "ref_visit", vals[0], spans[:1]))
             cues.append(_Cue(m.start(), m.end(), "visit", vals[1], spans[1:], ))
         else:
-            cues.append(_Cue(m.start(), m.end(), "visit", vals_all if len(vals_all) > 1 else vals[0], spans))
+            cues.append(_Cue(m.start(), m.end(), "visit", vals_all if len(vals_all) > 1 else vals[0], spans,
+                             range_end=bool(span_end) or len(vals_all) > 1))
     for m in ORD_VISIT_RE.finditer(text):
         if mark(m.start(), m.end()):
             v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]
@@ -481,6 +488,7 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
         events.sort(key=lambda e: (e[0], e[1]))
         sentence_claims: list[Claim] = []
         bound_visit_spans: set[int] = set()
+        postfix_visits: set[int] = set()  # visit cues bound to the number before them
         value_toks = [t for t in s_toks if (t.start, t.end) not in cue_nums]
         for _pos, typ, ev in events:
             if typ == 0:
@@ -517,7 +525,7 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                                                      visit=vv, paragraph=pi, sentence=si))
                     adom = _next_domain(text, s_cues, c, st.domain)
                     for vv in vals:
-                        if vv is not None:
+                        if vv is not None and c.start not in postfix_visits and not c.range_end:
                             anchors.append(((pi, st.patient, adom), int(vv), c.start))
                             all_visits.append(int(vv))
                     st.visit = vals[-1] if not isinstance(v, list) else None
@@ -526,8 +534,9 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                         sentence_claims.append(Claim(text[a:b], a, b, float(c.value), "visit", patient=st.patient,
                                                      visit=c.value, paragraph=pi, sentence=si, reference=True))
                 elif c.kind == "domain":
+                    if not (st.items and {_code_domains().get(k) for k in st.items} == {c.value}):
+                        st.items, st.item_phrase = None, ""
                     st.domain = c.value
-                    st.items, st.item_phrase = None, ""
                 elif c.kind == "item":
                     codes, doms, phrase = c.value
                     known = codes & idx.items_known
@@ -566,11 +575,21 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
             gap_ok = post and re.fullmatch(
                 r"\s*(?:points?\s*|pts\s*)?(?:\(|,)?\s*(?:at|in|on|during|for|by)?\s*(?:the\s+)?",
                 text[tok.end:post[0].start], re.I)
-            if post and gap_ok and post[0].kind == "visit" and not isinstance(post[0].value, list):
+            pre = text[max(s0, tok.start - 8):tok.start]
+            post_txt = text[tok.end:tok.end + 20]
+            if (re.search(r"\bfrom\s+$", pre, re.I) and re.match(r"\s*(?:points?\s+)?to\s+[-+]?\d", post_txt, re.I)) \
+                    or re.search(r"\bfrom\s+[-+]?\d+(?:\.\d+)?\s*(?:points?\s+)?to\s+$",
+                                 text[max(s0, tok.start - 30):tok.start], re.I):
+                cl.visit = None  # "from X to Y": the two ends are not at the running visit
+            if post and gap_ok and post[0].kind == "visit" and isinstance(post[0].value, list):
+                cl.visit, cl.visit_list = None, [v for v in post[0].value if v is not None]
+                postfix_visits.add(post[0].start)
+            elif post and gap_ok and post[0].kind == "visit":
                 pc = post[0]
                 v = None if pc.value == "latest" else pc.value
                 cl.visit = v
                 st.visit = v
+                postfix_visits.add(pc.start)
             pdom = [c for c in s_cues if tok.end <= c.start < tok.end + 40 and c.kind == "domain"]
             if pdom and re.fullmatch(r"\s*(?:points?\s+)?(?:on|in|for)\s+(?:the\s+)?(?:MDS-UPDRS\s+)?",
                                      text[tok.end:pdom[0].start], re.I):
@@ -581,6 +600,8 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                 cl.ref_visit = (cl.visit - 1 if cl.visit else None) if r == "previous" else r
                 if r == "previous" and cl.kind in (None, "change", "mean", "max", "min"):
                     cl.kind = "delta"
+                elif cl.kind is None and not cl.signed:
+                    cl.kind = "since"  # "gait 4 from visit 3": the value since visit 3, or the change
                 elif cl.kind in (None, "change", "mean", "max", "min"):
                     cl.kind = "pair"
                     # "from baseline to visit 3": a visit after the reference is this number's visit
@@ -613,7 +634,7 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
             if cl.visit is not None and cl.kind in ("score", "item", "delta", "cumulative", "pair", "change"):
                 anchors.append(((pi, cl.patient, cl.domain), int(cl.visit), tok.start))
             sentence_claims.append(cl)
-        _bind_directions(text, s0, s1, sentence_claims)
+        _bind_directions(text, s0, s1, sentence_claims, s_cues)
         claims.extend(sentence_claims)
         patient = st.patient if not stack else stack[0].patient
         para_patient[pi] = patient
@@ -635,7 +656,7 @@ def _next_domain(text: str, s_cues: list[_Cue], c: _Cue, default: str | None) ->
             break
         if o.kind == "domain":
             gap = re.sub(r"\([^()]*\)", "", text[c.end:o.start])
-            return default if re.search(r"\d", gap) else o.value
+            return o.value if re.fullmatch(r"[\s,:=-]*", gap) else default
     return default
 
 
@@ -671,7 +692,7 @@ def _codes_in_domain(codes: frozenset[str], domain: str) -> frozenset[str]:
     return frozenset(k for k in codes if _code_domains().get(k) == domain) or codes
 
 
-def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim]) -> None:
+def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: list[_Cue]) -> None:
     changes = [c for c in claims if c.role == "value" and c.kind in SIGNED_KINDS]
     if not changes:
         return
@@ -688,9 +709,14 @@ def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim]) -> None:
             sign = 1
         else:
             continue
-        prev = [c for c in changes if c.end <= m.start() and ";" not in text[c.end:m.start()]]
+        def between(a: int, b: int, kinds: tuple[str, ...]) -> bool:
+            return any(a <= c.start < b and c.kind in kinds for c in s_cues)
+
+        prev = [c for c in changes if m.start() - 40 <= c.end <= m.start() and ";" not in text[c.end:m.start()]
+                and not between(c.end, m.start(), ("patient", "patients", "domain", "item"))]
         nxt = [c for c in changes if m.end() <= c.start <= m.end() + 40
-               and not re.search(r"[;:]", text[m.end():c.start])]
+               and not re.search(r"[;:]", text[m.end():c.start])
+               and not between(m.end(), c.start, ("patient", "patients"))]
         target = prev[-1] if prev else (nxt[0] if nxt else None)
         if target is not None and target.direction is None:
             target.direction = sign
@@ -777,12 +803,19 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
     if cl.items is not None and cl.kind in ("score", "item") and not (cl.items & idx.items_known):
         cl.status, cl.reason = "wrong", f"no item '{cl.item_phrase}' in the facts"
         return
+    if cl.visit_list:
+        from dataclasses import replace
+
+        missing = [v for v in cl.visit_list if not _good(replace(cl, visit=v, visit_list=[]), idx)]
+        if missing:
+            cl.status = "wrong"
+            cl.reason = f"{cl.text} does not hold for {cl.describe()} at visit(s) {missing}"
+        else:
+            cl.status = "correct"
+        return
     facts = _candidates(cl, idx)
     signed_kind = cl.kind in SIGNED_KINDS
-    good = [f for f in facts if _value_ok(cl.value, float(f.value), f.tolerance, cl, signed_kind)]
-    if good and canonical(cl.value) not in idx.tokens and not _rounded_token_ok(cl, idx):
-        cl.status, cl.reason = "wrong", f"{cl.text} is not among the fact table's values"
-        return
+    good = _good(cl, idx, facts)
     if good:
         cl.status = "correct"
         return
@@ -799,6 +832,13 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.reason = f"{cl.text} does not match the fact for {cl.describe()}"
 
 
+def _good(cl: Claim, idx: LedgerIndex, facts: list[FactValue] | None = None) -> list[FactValue]:
+    facts = _candidates(cl, idx) if facts is None else facts
+    return [f for f in facts if _value_ok(cl.value, float(f.value), f.tolerance, cl,
+                                          f.kind in ("pair", "delta", "cumulative", "slope", "slope_year")
+                                          if cl.kind == "since" else cl.kind in SIGNED_KINDS)]
+
+
 def _plain(x: float) -> str:
     from kb_store.documents import fmt_num
 
@@ -809,10 +849,6 @@ def _replace_dir(cl: Claim) -> Claim:
     from dataclasses import replace
 
     return replace(cl, direction=None, signed=False)
-
-
-def _rounded_token_ok(cl: Claim, idx: LedgerIndex) -> bool:
-    return cl.kind in ROUNDED_KINDS and canonical(cl.value) in idx.tokens
 
 
 def _candidates(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
@@ -840,6 +876,10 @@ def _candidates(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
         if r is not None and v is not None and r == v - 1:
             return idx.find(["delta"], patient=p, visit=v, domain=d, items=items)
         return _pair_facts(cl, idx)
+    if k == "since":
+        pair = _candidates(replace_kind(cl, "pair"), idx)
+        kind = ["item"] if items is not None else ["score"]
+        return pair + idx.find(kind, patient=p, visit=cl.ref_visit, domain=d, items=items)
     if k == "cumulative":
         return idx.find(["cumulative"], patient=p, visit=v, domain=d, items=items)
     if k in ("slope", "slope_year"):
@@ -856,10 +896,35 @@ def _candidates(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
         extra = [FactValue("count", float(n), patient=p, label="number of visits") for n in ns]
         return idx.find(["count"], patient=p) + extra
     if k == "count_items":
-        return idx.find(["count"], patient=p, visit=v, domain=d)
+        consts = [FactValue("count", float(n), domain=d, label=lab, source="kb_store/profiles")
+                  for n, lab in _item_counts(d)]
+        return idx.find(["count"], patient=p, visit=v, domain=d) + consts
     if k == "count_patients":
         return idx.find(["count"]) + [FactValue("count", float(len(idx.patients)), label="number of patients")]
     return idx.find([k or "score"], patient=p, visit=v, domain=d)
+
+
+@cache
+def _item_counts(domain: str | None) -> tuple[tuple[int, str], ...]:
+    """Instrument constants: number of items of each profile (and of each of its domains)."""
+    from kb_store.profiles import PROFILE_DIR, load_profile
+
+    out = []
+    for path in sorted(PROFILE_DIR.glob("*.json")):
+        prof = load_profile(path.stem)
+        if domain is None or domain in prof.domains:
+            core = [i for i in prof.items if i.domain in prof.core_domains()]
+            out.append((len(core), f"{prof.name}: number of items"))
+        for dom in prof.core_domains():
+            if domain in (None, dom):
+                out.append((len(prof.items_of(dom)), f"{prof.name} {dom}: number of items"))
+    return tuple(out)
+
+
+def replace_kind(cl: Claim, kind: str) -> Claim:
+    from dataclasses import replace
+
+    return replace(cl, kind=kind)
 
 
 def _pair_facts(cl: Claim, idx: LedgerIndex) -> list[FactValue]:

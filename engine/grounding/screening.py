@@ -66,7 +66,8 @@ RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
                 r"impulse control disorder|rem sleep behaviou?r disorder|stroke)\b", re.I)),
 )
 PATIENT_CUE = re.compile(
-    r"\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id)s?\s*#?\s*(\d+)((?:\s*(?:,|and|&|or)\s*#?\d+)*)",
+    r"\b(?:patients|participants|subjects|proj(?:ect)?[ _-]?ids)\s*#?\s*(\d+)((?:\s*(?:,|and|&|or)\s*#?\d+)*)"
+    r"|\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id)\s*#?\s*(\d+)(?![\d.]\d)",
     re.I)
 
 

@@ -15,16 +15,37 @@ from kb_store.reader import InMemoryKB
 #: patient 3 motor 20 -> 26 (+6 >= 4.63, worsened) -> 21 (-5 <= -3.25, improved) -> 22 (+1, stable);
 #: patient 8 visit 3: non-motor 0 while motor 40 (moderate) -> one incongruence flag
 SCORES: dict[int, list[tuple[str, int, int, int, int]]] = {
-    3: [("2021-01-10", 20, 8, 6, 5), ("2021-04-12", 26, 9, 6, 6), ("2021-07-15", 21, 9, 7, 6),
-        ("2021-10-20", 22, 10, 0, 7)],
-    8: [("2021-02-01", 35, 14, 12, 10), ("2021-05-03", 36, 15, 12, 12), ("2021-08-02", 40, 18, 0, 14)],
+    3: [
+        ("2021-01-10", 20, 8, 6, 5),
+        ("2021-04-12", 26, 9, 6, 6),
+        ("2021-07-15", 21, 9, 7, 6),
+        ("2021-10-20", 22, 10, 0, 7),
+    ],
+    8: [
+        ("2021-02-01", 35, 14, 12, 10),
+        ("2021-05-03", 36, 15, 12, 12),
+        ("2021-08-02", 40, 18, 0, 14),
+    ],
     12: [("2021-03-05", 10, 4, 3, 2), ("2021-06-07", 10, 4, 3, 2)],
 }
 REFS = ClinicalRefs(
-    bands={("mds-updrs", "motor"): (Band("mild", 0, 32), Band("moderate", 33, 58), Band("severe", 59, None)),
-           ("mds-updrs", "adl"): (Band("mild", 0, 12), Band("moderate", 13, 29), Band("severe", 30, None))},
-    mcid={("mds-updrs", "motor"): (-3.25, 4.63), ("mds-updrs", "adl"): (-3.05, 2.51),
-          ("mds-updrs", "nonmotor"): (-2.64, 2.45)},
+    bands={
+        ("mds-updrs", "motor"): (
+            Band("mild", 0, 32),
+            Band("moderate", 33, 58),
+            Band("severe", 59, None),
+        ),
+        ("mds-updrs", "adl"): (
+            Band("mild", 0, 12),
+            Band("moderate", 13, 29),
+            Band("severe", 30, None),
+        ),
+    },
+    mcid={
+        ("mds-updrs", "motor"): (-3.25, 4.63),
+        ("mds-updrs", "adl"): (-3.05, 2.51),
+        ("mds-updrs", "nonmotor"): (-2.64, 2.45),
+    },
 )
 
 
@@ -48,9 +69,22 @@ def sessions(scores: dict | None = None) -> list[Session]:
             for dom, val in (("motor", motor), ("adl", adl), ("nonmotor", nonmotor)):
                 items |= _spread([i.code for i in up.items_of(dom)], val)
             d = dt.date.fromisoformat(date)
-            out.append(Session(pid, d, "updrs", "mds-updrs", items, SourceRef("sample.csv", v + 1), visit=v))
-            out.append(Session(pid, d, "pdq8", "pdq8", _spread([i.code for i in pq.items], qol),
-                               SourceRef("sample.csv", v + 1), visit=v))
+            out.append(
+                Session(
+                    pid, d, "updrs", "mds-updrs", items, SourceRef("sample.csv", v + 1), visit=v
+                )
+            )
+            out.append(
+                Session(
+                    pid,
+                    d,
+                    "pdq8",
+                    "pdq8",
+                    _spread([i.code for i in pq.items], qol),
+                    SourceRef("sample.csv", v + 1),
+                    visit=v,
+                )
+            )
     return out
 
 
@@ -66,24 +100,49 @@ def facts(patients: tuple[int, ...] = ()) -> list[Fact]:
         for dom, ds in s.domain_scores().items():
             prof = load_profile(s.profile)
             codes = [i.code for i in prof.items_of(dom)]
-            out.append(Fact(s.proj_id, s.visit or 0, s.date.isoformat(), s.instrument, dom, ds.score,
-                            {c: s.items.get(c) for c in codes}, session_doc_id(s), len(ds.missing),
-                            s.profile, s.condition))
+            out.append(
+                Fact(
+                    s.proj_id,
+                    s.visit or 0,
+                    s.date.isoformat(),
+                    s.instrument,
+                    dom,
+                    ds.score,
+                    {c: s.items.get(c) for c in codes},
+                    session_doc_id(s),
+                    len(ds.missing),
+                    s.profile,
+                    s.condition,
+                )
+            )
     return out
 
 
-def result(patients: tuple[int, ...] = (3,), analysis: str = "trajectory", summary: str | None = None) -> Result:
+def result(
+    patients: tuple[int, ...] = (3,), analysis: str = "trajectory", summary: str | None = None
+) -> Result:
     """A real engine result (facts backend) whose summary is replaced by `summary`, with a
     verification record marking "99" as unsupported when present (as the guard would)."""
     from engine.config import Config
     from engine.pipeline import Engine
 
     r = Engine(Config.load(env={}), kb(), None).run(Plan(patients, analysis))
-    summary = summary if summary is not None else (
-        "Patient 3, visit 2 (2021-04-12): motor 26, +6 from visit 1 (worsened). Tremor 99."
+    summary = (
+        summary
+        if summary is not None
+        else ("Patient 3, visit 2 (2021-04-12): motor 26, +6 from visit 1 (worsened). Tremor 99.")
     )
     r.summary = summary
-    bad = [{"span": [summary.find("99"), summary.find("99") + 2], "text": "99",
-            "reason": "no fact has this value"}] if "99" in summary else []
+    bad = (
+        [
+            {
+                "span": [summary.find("99"), summary.find("99") + 2],
+                "text": "99",
+                "reason": "no fact has this value",
+            }
+        ]
+        if "99" in summary
+        else []
+    )
     r.verification = {"numbers": 8, "unsupported": bad, "passed": not bad}
     return r

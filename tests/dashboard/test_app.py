@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pathlib import Path
-
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-PAGES = ["views/patient.py", "views/compare.py", "views/cohort.py", "views/provenance.py", "views/data.py"]
+PAGES = [
+    "views/patient.py",
+    "views/compare.py",
+    "views/cohort.py",
+    "views/provenance.py",
+    "views/data.py",
+]
 
 
 def _arr(v):
@@ -40,12 +45,18 @@ def _df(at, *columns):
         v = d.value
         if set(columns) <= set(map(str, v.columns)):
             return v
-    raise AssertionError(f"no dataframe with {columns}: {[list(d.value.columns) for d in at.dataframe]}")
+    raise AssertionError(
+        f"no dataframe with {columns}: {[list(d.value.columns) for d in at.dataframe]}"
+    )
 
 
 def _text(at) -> str:
-    parts = [m.value for m in at.markdown] + [e.value for e in at.error] + [w.value for w in at.warning]
-    parts += [i.value for i in at.info] + [s.value for s in at.success] + [c.value for c in at.caption]
+    parts = (
+        [m.value for m in at.markdown] + [e.value for e in at.error] + [w.value for w in at.warning]
+    )
+    parts += (
+        [i.value for i in at.info] + [s.value for s in at.success] + [c.value for c in at.caption]
+    )
     return "\n".join(parts)
 
 
@@ -68,7 +79,13 @@ def test_every_page_renders_without_error(app, page):
     if page != PAGES[0]:
         at.switch_page(page).run()
     assert not at.exception, at.exception
-    assert at.get("header")[0].value.split()[0] in {"Patient", "Compare", "Cohort", "Provenance", "Data"}
+    assert at.get("header")[0].value.split()[0] in {
+        "Patient",
+        "Compare",
+        "Cohort",
+        "Provenance",
+        "Data",
+    }
 
 
 @pytest.mark.parametrize("handle", ["facts", "fake"], indirect=True)
@@ -82,7 +99,7 @@ def test_pick_patient_run_shows_summary_chart_and_flags(app, handle, monkeypatch
     assert len(runs) == 1 and runs[0].patients == (8,) and runs[0].analysis == "trajectory"
     text = _text(at)
     # summary with its grounding badge
-    assert "Summary passed the grounding check" in text
+    assert "Grounding check passed" in text
     if handle.backend == "facts":
         assert "patient 8" in text.lower() and "35" in text and "40" in text
     else:
@@ -92,7 +109,11 @@ def test_pick_patient_run_shows_summary_chart_and_flags(app, handle, monkeypatch
     assert "Patient 8, visit 3" in text and "Non-motor **0** while Motor **40**" in text
     # the trajectory chart shows the fact scores
     spec = _chart(at, "trajectory_chart")
-    motor = [t for t in spec["data"] if t.get("meta", {}).get("domain") == "motor" and "patient" in t["meta"]]
+    motor = [
+        t
+        for t in spec["data"]
+        if t.get("meta", {}).get("domain") == "motor" and "patient" in t["meta"]
+    ]
     assert _arr(motor[0]["y"]) == [35, 36, 40]
 
 
@@ -104,7 +125,7 @@ def test_widget_change_without_new_plan_does_not_run_again(app, handle, monkeypa
     at.toggle(key="show_bands").set_value(False).run()
     at.toggle(key="show_mcid").set_value(False).run()
     assert len(runs) == 1  # re-rendered from the stored result
-    assert "Summary passed" in _text(at)
+    assert "Grounding check passed" in _text(at)
     # a different plan has no stored result: nothing shown until Run
     at.selectbox(key="patient").set_value(12).run()
     assert len(runs) == 1 and not at.get("plotly_chart")
@@ -147,7 +168,9 @@ def test_cohort_ranking_and_highlighted_slope(app, handle, monkeypatch):
     runs = _count_runs(monkeypatch, handle)
     at = app.run()
     at.switch_page("views/cohort.py").run()
-    at.selectbox(key="question").set_value("Which patient's motor score is worsening fastest?").run()
+    at.selectbox(key="question").set_value(
+        "Which patient's motor score is worsening fastest?"
+    ).run()
     at.button(key="run_cohort").click().run()
     assert not at.exception, at.exception
     ranking = _df(at, "rank", "patient", "value")
@@ -171,8 +194,11 @@ def test_provenance_links_numbers_to_facts_and_kb_documents(app, handle):
     assert len(links) > 10 and links.supported.all()
     # pick the first number that is a motor score and check its document text is shown
     sel = at.selectbox(key="trace_number")
-    idx = next(i for i, r in enumerate(links.drop_duplicates("#").itertuples())
-               if r.kind == "score" and r.domain == "motor")
+    idx = next(
+        i
+        for i, r in enumerate(links.drop_duplicates("#").itertuples())
+        if r.kind == "score" and r.domain == "motor"
+    )
     sel.set_value(idx).run()
     docs = [t.value for t in at.text]
     assert any(d.startswith("Patient 3, Visit 1") for d in docs)
@@ -188,7 +214,9 @@ def test_ask_in_words_fills_the_plan_without_running(app, handle, monkeypatch):
     at.button(key="parse_patient").click().run()
     assert not at.exception, at.exception
     assert at.multiselect(key="patients").value == [3, 8]  # switched to the Compare page
-    assert at.selectbox(key="visits").value == "last_N_visits" and at.number_input(key="n").value == 2
+    assert (
+        at.selectbox(key="visits").value == "last_N_visits" and at.number_input(key="n").value == 2
+    )
     assert "Check the widgets, then press" in _text(at) and not runs
     at.button(key="run_compare").click().run()
     assert runs[0].patients == (3, 8) and runs[0].visit_filter == "last_2_visits"

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import sys
 
 import pytest
 
 from dashboard import charts
 from dashboard.clinical import ClinicalRefs, load_refs
 
-spec = importlib.util.spec_from_file_location("dash_helpers", Path(__file__).with_name("helpers.py"))
-h = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(h)
+h = sys.modules["dash_helpers"]  # loaded by conftest.py
 
 
 def _traces(fig, **meta):
@@ -22,7 +19,11 @@ def _traces(fig, **meta):
 def test_trajectory_has_one_panel_per_domain_and_scores_from_facts():
     fs = h.facts((3,))
     fig = charts.trajectory_figure(fs, h.REFS)
-    titles = [a.text for a in fig.layout.annotations if a.text in {"Motor", "ADL", "Non-motor", "QoL (PDQ-8)"}]
+    titles = [
+        a.text
+        for a in fig.layout.annotations
+        if a.text in {"Motor", "ADL", "Non-motor", "QoL (PDQ-8)"}
+    ]
     assert titles == ["Motor", "ADL", "Non-motor", "QoL (PDQ-8)"]
     (motor,) = _traces(fig, domain="motor", patient=3)
     assert list(motor.y) == [20, 26, 21, 22]
@@ -70,7 +71,11 @@ def test_compare_draws_one_line_per_patient():
 def test_missing_scores_are_gaps_not_zeros():
     fs = h.facts((12,))
     import dataclasses
-    fs = [dataclasses.replace(f, score=None) if (f.domain == "motor" and f.visit == 2) else f for f in fs]
+
+    fs = [
+        dataclasses.replace(f, score=None) if (f.domain == "motor" and f.visit == 2) else f
+        for f in fs
+    ]
     fig = charts.trajectory_figure(fs, h.REFS, domains=["motor"])
     (motor,) = _traces(fig, domain="motor", patient=12)
     assert list(motor.y) == [10, None]
@@ -111,5 +116,7 @@ def test_refs_from_the_shipped_contexts():
     assert refs.mcid_for("mds-updrs", "motor") == (-3.25, 4.63)
     assert refs.mcid_for("pdq8", "qol") == (None, None)  # none verified: no markers
     assert [b.label for b in refs.bands_for("mds-updrs", "motor")] == ["mild", "moderate", "severe"]
-    assert refs.bands_for("marag-updrs44", "motor") == ()  # no published bands for the study profile
+    assert (
+        refs.bands_for("marag-updrs44", "motor") == ()
+    )  # no published bands for the study profile
     assert "Horvath" in refs.sources[("mds-updrs", "motor")]

@@ -38,9 +38,13 @@ def test_supported_numbers_link_to_fact_rows_and_documents():
 
 def test_only_the_final_agents_spans_mark_the_summary():
     r = h.result(summary="Patient 3: motor 26.")
-    r.verification = {"per_agent": {"final": {"passed": True, "numbers": 2, "unsupported": []},
-                                    "motor": {"passed": False, "unsupported": [{"span": [11, 13]}]}},
-                      "unsupported": [{"agent": "motor", "span": [11, 13], "text": "xx"}]}
+    r.verification = {
+        "per_agent": {
+            "final": {"passed": True, "numbers": 2, "unsupported": []},
+            "motor": {"passed": False, "unsupported": [{"span": [11, 13]}]},
+        },
+        "unsupported": [{"agent": "motor", "span": [11, 13], "text": "xx"}],
+    }
     assert all(lk.supported for lk in provenance.link_numbers(r))
     assert provenance.grounding_status(r.verification)[0] == "passed"
 
@@ -67,7 +71,7 @@ def test_reports_contain_summary_flags_table_b_and_provenance():
     md = report.to_markdown(r)
     assert r.summary.splitlines()[0] in md
     assert "## Table B (comparison)" in md and "| patient | visit |" in md
-    assert "Summary passed the grounding check" in md
+    assert "Grounding check passed" in md
     assert "Non-motor" in md or "nonmotor" in md  # the incongruence flag rows
     refs = load_refs(Config.load(env={}).contexts_dir)
     html = report.to_html(r, refs)

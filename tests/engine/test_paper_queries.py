@@ -133,6 +133,14 @@ def test_through_chroma_kb_and_cli(sessions, tmp_path, capsys, engine):
     assert main(["ask", "Show patient 999", "--kb-dir", str(tmp_path), "--embedding", "hashing",
                  "--llm", "facts"]) == 2
     assert "unknown patient id(s) 999; valid ids: 1-44" in capsys.readouterr().err
+    # flags replace what the query got wrong; the final plan is what is checked
+    assert main(["ask", "Show patient 999", "--patients", "5", "--analysis", "single_session", "--visits",
+                 "baseline", "--instruments", "updrs", "--kb-dir", str(tmp_path), "--embedding", "hashing",
+                 "--llm", "facts", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["plan"] == {"patients": [5], "analysis": "single_session", "instruments": ["updrs"],
+                         "visit_filter": "baseline"}
+    assert {(f["visit"], f["domain"]) for f in j["facts"]} == {(1, "motor"), (1, "adl"), (1, "nonmotor")}
     assert main(["ask", Q_TRAJ, "--kb-dir", str(tmp_path), "--embedding", "hashing", "--llm", "facts"]) == 0
     out = capsys.readouterr().out
     assert "Progression for patient 5, anchored to baseline" in out and "Flags:" in out

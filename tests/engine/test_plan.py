@@ -87,3 +87,24 @@ def test_llm_planner_cannot_widen_patients():
     plan, _, default = plan_with_llm("compare the latest visit of patients 1 and 4", llm)
     assert not default
     assert plan.patients == (1, 4) and plan.analysis == "comparison" and plan.visit_filter == "latest_visit"
+
+
+def test_command_line_flags_override_the_parsed_plan():
+    import argparse
+
+    from engine.commands import plan_from_args
+
+    parsed = parse_query("Compare the disease progression on UPDRS between proj id 3 and proj id 8.")
+    args = argparse.Namespace(query=parsed.query, patients="3, 9", analysis=None, instruments="pdq8",
+                              visits="last_2_visits")
+    p = plan_from_args(args, parsed)
+    assert (p.patients, p.analysis, p.instruments, p.visit_filter) == ((3, 9), "comparison", ("pdq8",),
+                                                                       "last_2_visits")
+    assert plan_from_args(argparse.Namespace(query="", patients=None, analysis=None, instruments=None,
+                                             visits=None), parsed) is parsed
+    with pytest.raises(ValueError, match="--patients must be comma-separated"):
+        plan_from_args(argparse.Namespace(query="", patients="3,x", analysis=None, instruments=None,
+                                          visits=None), parsed)
+    with pytest.raises(ValueError, match="visit_filter must be"):
+        plan_from_args(argparse.Namespace(query="", patients=None, analysis=None, instruments=None,
+                                          visits="yesterday"), parsed)

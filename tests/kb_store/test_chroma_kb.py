@@ -332,3 +332,16 @@ def test_server_mode_staging_swap(chroma_server, tmp_path, base_sessions):
         )
     kb = open_kb(tmp_path, embedding="hashing", collection="srv_test", chroma_url=url)
     assert 12 not in kb.patient_ids()
+
+
+def test_diff_falls_back_to_collection_scan_without_hash_index(tmp_path, base_sessions):
+    first = build_kb(fresh(base_sessions), tmp_path, embedding="hashing")
+    (tmp_path / first.generation / chroma_kb.HASHES).unlink()
+    ef = CountingEF()
+    again = build_kb(fresh(base_sessions), tmp_path, embedding_function=ef)
+    assert (again.added, again.updated, again.unchanged, ef.embedded) == (0, 0, first.total, 0)
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="cannot reach the Chroma server at http://127.0.0.1:9"):
+        kb_exists(tmp_path, chroma_url="http://127.0.0.1:9")

@@ -1,0 +1,154 @@
+"""Runs the evaluation: for each query of the set, on its dataset's KB and the configured model,
+(a) the single-pass RAG baseline, (b) the MA-RAG pipeline without the grounding check, (c) the full
+product; then scores each summary with engine.metrics against the run's ledger and the gold.
+
+KBs: each dataset is ingested with kb_store.ingest.load_sources and served from an InMemoryKB of
+its documents (kb_store.documents.build_documents): the same documents, metadata and exact-match
+retrieval as the Chroma KB, without embedding every document for a run that never searches by
+similarity. SBERT similarity uses the real all-MiniLM-L6-v2 (cfg.embedding == "minilm") or, for
+fast tests only, the hashing stand-in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine import metrics
+from engine.config import REPO_ROOT, Config
+from engine.eval import gold as gold_mod
+from engine.eval.baselines import single_pass
+from engine.eval.queries import EvalQuery
+from engine.grounding.claims import LedgerIndex
+from engine.grounding.screening import DECISION_SUPPORT_NOTE
+from engine.llm.base import LLM
+from engine.pipeline import Engine
+from kb_store.reader import InMemoryKB
+
+SYSTEMS = ("single_pass", "marag_unguarded", "product")
+
+
+def default_marag_dir() -> Path:
+    return REPO_ROOT.parent / "shared" / "data" / "ma-rag"
+
+
+@dataclass
+class Dataset:
+    name: str
+    kb: InMemoryKB
+    stats: dict[str, Any]
+    marag_dir: Path | None = None
+
+
+def open_dataset(name: str, marag_dir: Path | None = None) -> Dataset:
+    from kb_store.documents import build_documents
+    from kb_store.ingest import load_sources
+
+    if name == "synthetic":
+        from kb_store.synth import default_sample_path
+
+        paths = [default_sample_path()]
+    else:
+        marag_dir = marag_dir or default_marag_dir()
+        if not marag_dir.exists():
+            raise FileNotFoundError(f"MA-RAG study data not found at {marag_dir} (use --marag-dir)")
+        paths = [marag_dir]
+    res = load_sources(paths)
+    docs = build_documents(res.sessions)
+    stats = {"sources": [str(p) for p in paths], "sessions": len(res.sessions), "documents": len(docs),
+             "patients": len({s.proj_id for s in res.sessions}), "issues": len(res.issues)}
+    return Dataset(name, InMemoryKB(docs), stats, marag_dir)
+
+
+@dataclass
+class EvalRecord:
+    query: EvalQuery
+    system: str
+    summary: str
+    metrics: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        q = self.query
+        return {"id": q.id, "dataset": q.dataset, "task": q.task, "query": q.query,
+                "plan": q.plan.to_dict(), "system": self.system, "summary": self.summary,
+                **self.metrics, **self.extra}
+
+
+def strip_note(text: str) -> str:
+    """The summary without the decision-support note and screening line (no numbers in either)."""
+    text = text.replace(DECISION_SUPPORT_NOTE, "")
+    cut = text.find("Screening flags (review before use)")
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
+def score(summary: str, ledger: LedgerIndex, plan_patients: Sequence[int], gold: str | None,
+          embed: metrics.Embedder | None) -> dict[str, Any]:
+    cs = metrics.claim_stats(summary, ledger, list(plan_patients))
+    return {
+        "fact_precision": metrics.fact_precision(summary, ledger),
+        "hallucination_rate": metrics.hallucination_rate(summary, ledger),
+        "temporal_fidelity": metrics.temporal_fidelity(summary, ledger),
+        "temporal_fidelity_scoped": metrics.temporal_fidelity_scoped(summary, ledger),
+        "sbert_similarity": (metrics.sbert_similarity(summary, gold, embed)
+                             if gold and embed is not None else None),
+        **cs,
+    }
+
+
+def run_eval(cfg: Config, llm: LLM | None, queries: Sequence[EvalQuery], datasets: dict[str, Dataset],
+             systems: Sequence[str] = SYSTEMS, embed: metrics.Embedder | None = None,
+             progress: Callable[[str], None] | None = None) -> list[EvalRecord]:
+    records: list[EvalRecord] = []
+    engines = {name: Engine(cfg, ds.kb, llm) for name, ds in datasets.items()}
+    for q in queries:
+        ds = datasets[q.dataset]
+        eng = engines[q.dataset]
+        t0 = time.perf_counter()
+        product = eng.run(q.plan, guard=True)
+        product_s = time.perf_counter() - t0
+        ledger = LedgerIndex(product.ledger)
+        gold_text, gold_src = _gold(q, ds, product)
+        runs: dict[str, tuple[str, int, float, dict[str, Any]]] = {}
+        if "product" in systems:
+            v = product.verification
+            runs["product"] = (product.summary, product.llm_calls, product_s, {
+                "fallback_used": bool(v.get("fallback_used")), "fallback_agents": v.get("fallback_agents", []),
+                "regenerations": v.get("rounds", 0), "screening_findings": len(product.screening)})
+        if "marag_unguarded" in systems:
+            t0 = time.perf_counter()
+            ung = eng.run(q.plan, guard=False)
+            runs["marag_unguarded"] = (ung.summary, ung.llm_calls, time.perf_counter() - t0,
+                                       {"screening_findings": len(ung.screening)})
+        if "single_pass" in systems:
+            b = single_pass(ds.kb, llm, q.query, product)
+            runs["single_pass"] = (b.text, b.llm_calls, b.seconds,
+                                   {"context_truncated": b.truncated, "documents": b.documents})
+        for system in systems:
+            if system not in runs:
+                continue
+            text, calls, secs, extra = runs[system]
+            summary = strip_note(text)
+            m = score(summary, ledger, q.plan.patients or product.plan.patients, gold_text, embed)
+            m.update({"llm_calls": calls, "wall_s": round(secs, 3)})
+            records.append(EvalRecord(q, system, summary, m, {**extra, "gold_source": gold_src}))
+        if progress:
+            prod = next((r for r in records[::-1] if r.query is q and r.system == "product"), None)
+            tail = (f" product HR={prod.metrics['hallucination_rate']:.3f} "
+                    f"CA={prod.metrics['claim_accuracy']:.3f}") if prod else ""
+            progress(f"{q.id} ({q.dataset}, {q.task}){tail}")
+    return records
+
+
+def _gold(q: EvalQuery, ds: Dataset, product) -> tuple[str | None, str]:
+    if not q.gold:
+        return None, "none"
+    if q.gold == "clinician_summary":
+        if ds.marag_dir is None:
+            return None, "clinician summaries exist for the MA-RAG data only"
+        return gold_mod.clinician_summary(ds.marag_dir, product.plan, product.facts)
+    g = gold_mod.synthetic_gold().get(q.gold)
+    return (g, "engine/eval/gold_synthetic_v1.json") if g else (None, f"gold id {q.gold} not found")

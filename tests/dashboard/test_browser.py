@@ -1,0 +1,86 @@
+"""Real-browser test: `streamlit run dashboard/app.py` on localhost, driven by Playwright in
+Debian's headless Chromium. It picks a patient in the UI, runs a trajectory and checks that the
+summary (with its grounding badge), the trajectory chart and the flags are on the page; then it
+runs a comparison through a deep link. Screenshots go to test-output/screenshots/.
+
+Uses a KB built in tmp from the shipped synthetic sample with hashing embeddings and the facts
+backend (MARAG_LLM=facts): the UI path is the same for every backend, and retrieval is exact
+metadata match, so the embedding model does not change what is shown.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dashboard import screenshots as shots
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "test-output" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not Path(shots.CHROMIUM).exists():
+        pytest.skip(f"Chromium not found at {shots.CHROMIUM} (make browser-deps installs it)")
+    pytest.importorskip("playwright.sync_api")
+    tmp = tmp_path_factory.mktemp("browser")
+    n = shots.build_demo_kb(tmp / "kb")
+    assert n > 0
+    with shots.serve(tmp / "kb", log=tmp / "streamlit.log") as url:
+        yield url
+    if (tmp / "streamlit.log").exists():
+        OUT.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp / "streamlit.log", OUT / "streamlit.log")
+
+
+def test_pick_patient_run_trajectory_in_chromium(server):
+    OUT.mkdir(parents=True, exist_ok=True)
+    with shots.browser() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server)
+        shots.wait_idle(page)
+        assert page.get_by_role("heading", name="Patient").first.is_visible()
+        page.screenshot(path=str(OUT / "01-patient-empty.png"))
+
+        # pick patient 7 in the selectbox
+        box = page.locator("[data-testid=stSelectbox]").filter(has_text="Patient").first
+        box.click()
+        page.get_by_role("option", name="7", exact=True).click()
+        shots.wait_idle(page)
+        assert "patient=7" in page.url  # the widget is bound to the URL
+
+        page.get_by_role("button", name="Run").click()
+        shots.wait_idle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+
+        summary = page.locator(".st-key-summary_box").inner_text()
+        assert "patient 7" in summary.lower()
+        assert page.get_by_text("Grounding check passed").first.is_visible()
+        flags = page.locator(".st-key-flags_box").inner_text()
+        assert (
+            "incongruence" in flags.lower()
+            or "red-flag" in flags.lower()
+            or "No incongruence flags" in flags
+        )
+        chart = page.locator("[data-testid=stPlotlyChart]").first
+        assert chart.is_visible()
+        assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 4  # one per domain
+        shots.screenshot(page, OUT / "02-patient-trajectory.png")
+
+        # the same view from its URL, in a fresh page load, runs again and shows the same summary
+        page.goto(page.url if "run=1" in page.url else page.url + "&run=1")
+        shots.wait_idle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+        assert page.locator(".st-key-summary_box").inner_text() == summary
+
+        page.goto(server + "/compare?patients=3&patients=8&run=1")
+        shots.wait_idle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+        assert page.get_by_role("heading", name="Table B").first.is_visible()
+        shots.screenshot(page, OUT / "03-compare.png")
+        assert not errors, errors
