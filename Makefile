@@ -44,7 +44,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
-	$(PY) bench/run_all.py
+	$(PY) bench/bench_kb.py
+	$(PY) bench/bench_engine.py
+	$(PY) bench/bench_number_safe.py
 
 clean:
 	rm -rf $(VENV) .marag test-output .pytest_cache

@@ -70,8 +70,11 @@ def temporal_fidelity_scoped(summary: str, ledger: Sequence[FactValue] | LedgerI
     return rep.temporal_fidelity
 
 
-def claim_stats(summary: str, ledger: Sequence[FactValue] | LedgerIndex,
-                plan: Plan | Sequence[int] | None = None) -> dict[str, Any]:
+def claim_stats(
+    summary: str,
+    ledger: Sequence[FactValue] | LedgerIndex,
+    plan: Plan | Sequence[int] | None = None,
+) -> dict[str, Any]:
     """Claim accuracy with its counts: claims with context, correct, without context."""
     rep = check_text(summary, ledger, plan)
     ctx = rep.with_context
@@ -80,12 +83,17 @@ def claim_stats(summary: str, ledger: Sequence[FactValue] | LedgerIndex,
         "claims_with_context": len(ctx),
         "claims_correct": sum(c.status == "correct" for c in ctx),
         "numbers_without_context": len(rep.without_context),
-        "without_context_supported": sum(c.status == "lenient_supported" for c in rep.without_context),
+        "without_context_supported": sum(
+            c.status == "lenient_supported" for c in rep.without_context
+        ),
     }
 
 
-def claim_accuracy(summary: str, ledger: Sequence[FactValue] | LedgerIndex,
-                   plan: Plan | Sequence[int] | None = None) -> float:
+def claim_accuracy(
+    summary: str,
+    ledger: Sequence[FactValue] | LedgerIndex,
+    plan: Plan | Sequence[int] | None = None,
+) -> float:
     return claim_stats(summary, ledger, plan)["claim_accuracy"]
 
 

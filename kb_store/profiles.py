@@ -80,12 +80,21 @@ class Profile:
         return out
 
     def _by_code(self) -> dict[str, Item]:
-        return {i.code: i for i in self.items}
+        return _items_by_code(self.name, self.items)
 
 
 def normalise_column(name: str) -> str:
     """Case-, space- and punctuation-insensitive key for matching CSV headers to item codes."""
     return "".join(ch for ch in str(name).upper() if ch.isalnum())
+
+
+_BY_CODE: dict[str, dict[str, Item]] = {}
+
+
+def _items_by_code(name: str, items: tuple[Item, ...]) -> dict[str, Item]:
+    if name not in _BY_CODE:
+        _BY_CODE[name] = {i.code: i for i in items}
+    return _BY_CODE[name]
 
 
 @cache

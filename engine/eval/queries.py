@@ -42,7 +42,9 @@ def load_queries(path: str | Path | None = None) -> tuple[str, list[EvalQuery]]:
         if q["dataset"] not in DATASETS:
             raise ValueError(f"{where}: dataset must be one of {', '.join(DATASETS)}")
         if q["task"] not in ANALYSES or q["task"] != q["plan"].get("analysis"):
-            raise ValueError(f"{where}: task must be one of {', '.join(ANALYSES)} and equal plan.analysis")
+            raise ValueError(
+                f"{where}: task must be one of {', '.join(ANALYSES)} and equal plan.analysis"
+            )
         if q["id"] in seen:
             raise ValueError(f"{where}: duplicate id")
         seen.add(q["id"])

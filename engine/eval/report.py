@@ -12,12 +12,24 @@ from typing import Any
 
 from engine.types import ANALYSES
 
-METRICS = ("fact_precision", "hallucination_rate", "temporal_fidelity", "temporal_fidelity_scoped",
-           "sbert_similarity", "claim_accuracy")
-LABELS = {"fact_precision": "fact precision", "hallucination_rate": "hallucination rate",
-          "temporal_fidelity": "temporal fidelity", "temporal_fidelity_scoped": "temporal fidelity (scoped)",
-          "sbert_similarity": "SBERT similarity", "claim_accuracy": "claim accuracy",
-          "llm_calls": "LLM calls", "wall_s": "wall time (s)"}
+METRICS = (
+    "fact_precision",
+    "hallucination_rate",
+    "temporal_fidelity",
+    "temporal_fidelity_scoped",
+    "sbert_similarity",
+    "claim_accuracy",
+)
+LABELS = {
+    "fact_precision": "fact precision",
+    "hallucination_rate": "hallucination rate",
+    "temporal_fidelity": "temporal fidelity",
+    "temporal_fidelity_scoped": "temporal fidelity (scoped)",
+    "sbert_similarity": "SBERT similarity",
+    "claim_accuracy": "claim accuracy",
+    "llm_calls": "LLM calls",
+    "wall_s": "wall time (s)",
+}
 
 
 def _m(xs: list[float]) -> float | None:
@@ -32,7 +44,9 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         groups[(r["dataset"], "all", r["system"])].append(r)
     out = []
     order = {t: i for i, t in enumerate((*ANALYSES, "all"))}
-    for (ds, task, system), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2])):
+    for (ds, task, system), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2])
+    ):
         row: dict[str, Any] = {"dataset": ds, "task": task, "system": system, "n": len(rs)}
         for k in (*METRICS, "llm_calls", "wall_s"):
             row[k] = _m([r.get(k) for r in rs])
@@ -50,8 +64,12 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def product_guarantee(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     prod = [r for r in records if r["system"] == "product"]
     bad = [r["id"] for r in prod if r["hallucination_rate"] > 0 or r["claim_accuracy"] < 1.0]
-    return {"queries": len(prod), "violations": bad, "holds": not bad,
-            "fallback_used": sum(bool(r.get("fallback_used")) for r in prod)}
+    return {
+        "queries": len(prod),
+        "violations": bad,
+        "holds": not bad,
+        "fallback_used": sum(bool(r.get("fallback_used")) for r in prod),
+    }
 
 
 def _fmt(x: Any) -> str:
@@ -63,31 +81,74 @@ def _fmt(x: Any) -> str:
 
 
 def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[str, Any]) -> str:
-    lines = [f"# MA-RAG evaluation: {meta['title']}", "",
-             f"Command: `{meta['command']}`", "",
-             f"- Query set: {meta['query_set']} ({meta['n_queries']} queries run); LLM backend: "
-             f"{meta['llm']} ({meta['model']}); systems: {', '.join(meta['systems'])}",
-             f"- SBERT model: {meta['sbert_model']}; KB: {meta['kb']}",
-             f"- Date: {meta['date']}; total wall time {meta['wall_s']:.1f} s", ""]
+    lines = [
+        f"# MA-RAG evaluation: {meta['title']}",
+        "",
+        f"Command: `{meta['command']}`",
+        "",
+        f"- Query set: {meta['query_set']} ({meta['n_queries']} queries run); LLM backend: "
+        f"{meta['llm']} ({meta['model']}); systems: {', '.join(meta['systems'])}",
+        f"- SBERT model: {meta['sbert_model']}; KB: {meta['kb']}",
+        f"- Date: {meta['date']}; total wall time {meta['wall_s']:.1f} s",
+        "",
+    ]
     if meta.get("notes"):
         lines += [f"- {n}" for n in meta["notes"]] + [""]
-    lines += [f"Product guarantee (hallucination rate 0.000 and claim accuracy 1.000 on every query): "
-              f"{'HOLDS' if guarantee['holds'] else 'VIOLATED on ' + ', '.join(guarantee['violations'])}; "
-              f"facts-text fallback used on {guarantee['fallback_used']} of {guarantee['queries']} queries.", ""]
-    head = ["dataset", "task", "system", "n", "fact prec.", "halluc.", "temporal fid.", "TF scoped", "SBERT (n)",
-            "claim acc.", "claims w/ ctx", "no ctx", "LLM calls", "wall s", "fallback"]
+    lines += [
+        f"Product guarantee (hallucination rate 0.000 and claim accuracy 1.000 on every query): "
+        f"{'HOLDS' if guarantee['holds'] else 'VIOLATED on ' + ', '.join(guarantee['violations'])}; "
+        f"facts-text fallback used on {guarantee['fallback_used']} of {guarantee['queries']} queries.",
+        "",
+    ]
+    head = [
+        "dataset",
+        "task",
+        "system",
+        "n",
+        "fact prec.",
+        "halluc.",
+        "temporal fid.",
+        "TF scoped",
+        "SBERT (n)",
+        "claim acc.",
+        "claims w/ ctx",
+        "no ctx",
+        "LLM calls",
+        "wall s",
+        "fallback",
+    ]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         sb = f"{_fmt(r['sbert_similarity'])} ({r['sbert_n']})"
-        lines.append("| " + " | ".join([
-            r["dataset"], r["task"], r["system"], str(r["n"]), _fmt(r["fact_precision"]),
-            _fmt(r["hallucination_rate"]), _fmt(r["temporal_fidelity"]), _fmt(r["temporal_fidelity_scoped"]),
-            sb, _fmt(r["claim_accuracy"]), str(r["claims_with_context"]), str(r["numbers_without_context"]),
-            _fmt(r["llm_calls"]), _fmt(r["wall_s"]), _fmt(r.get("fallback_used", "")) or "",
-        ]) + " |")
-    lines += ["", "Definitions: docs/evaluation.md. 'no ctx' = numbers without a recoverable context "
-              "(checked leniently, not counted in claim accuracy). SBERT is computed only where a gold "
-              "summary exists (n)."]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["dataset"],
+                    r["task"],
+                    r["system"],
+                    str(r["n"]),
+                    _fmt(r["fact_precision"]),
+                    _fmt(r["hallucination_rate"]),
+                    _fmt(r["temporal_fidelity"]),
+                    _fmt(r["temporal_fidelity_scoped"]),
+                    sb,
+                    _fmt(r["claim_accuracy"]),
+                    str(r["claims_with_context"]),
+                    str(r["numbers_without_context"]),
+                    _fmt(r["llm_calls"]),
+                    _fmt(r["wall_s"]),
+                    _fmt(r.get("fallback_used", "")) or "",
+                ]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "Definitions: docs/evaluation.md. 'no ctx' = numbers without a recoverable context "
+        "(checked leniently, not counted in claim accuracy). SBERT is computed only where a gold "
+        "summary exists (n).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -95,11 +156,20 @@ def html(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    mets = ["fact_precision", "hallucination_rate", "temporal_fidelity", "sbert_similarity", "claim_accuracy",
-            "llm_calls"]
+    mets = [
+        "fact_precision",
+        "hallucination_rate",
+        "temporal_fidelity",
+        "sbert_similarity",
+        "claim_accuracy",
+        "llm_calls",
+    ]
     datasets = sorted({r["dataset"] for r in rows})
-    fig = make_subplots(rows=len(datasets), cols=len(mets), subplot_titles=[
-        f"{ds}: {LABELS[m]}" for ds in datasets for m in mets])
+    fig = make_subplots(
+        rows=len(datasets),
+        cols=len(mets),
+        subplot_titles=[f"{ds}: {LABELS[m]}" for ds in datasets for m in mets],
+    )
     colors = {"single_pass": "#9e9e9e", "marag_unguarded": "#64b5f6", "product": "#1565c0"}
     shown: set[str] = set()
     for i, ds in enumerate(datasets, start=1):
@@ -108,22 +178,43 @@ def html(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                 rs = [r for r in rows if r["dataset"] == ds and r["system"] == system]
                 if not rs:
                     continue
-                fig.add_trace(go.Bar(x=[r["task"] for r in rs], y=[r[m] for r in rs], name=system,
-                                     marker_color=colors[system], legendgroup=system,
-                                     showlegend=system not in shown), row=i, col=j)
+                fig.add_trace(
+                    go.Bar(
+                        x=[r["task"] for r in rs],
+                        y=[r[m] for r in rs],
+                        name=system,
+                        marker_color=colors[system],
+                        legendgroup=system,
+                        showlegend=system not in shown,
+                    ),
+                    row=i,
+                    col=j,
+                )
                 shown.add(system)
-    fig.update_layout(barmode="group", height=380 * len(datasets), width=1900,
-                      title=f"MA-RAG evaluation ({meta['title']}) - command: {meta['command']}")
+    fig.update_layout(
+        barmode="group",
+        height=380 * len(datasets),
+        width=1900,
+        title=f"MA-RAG evaluation ({meta['title']}) - command: {meta['command']}",
+    )
     return fig.to_html(include_plotlyjs=True, full_html=True)
 
 
-def write_report(out: Path, meta: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Path]:
+def write_report(
+    out: Path, meta: dict[str, Any], records: Sequence[dict[str, Any]]
+) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     rows = aggregate(records)
     guarantee = product_guarantee(records)
     paths = {"md": out / "report.md", "json": out / "report.json", "html": out / "report.html"}
     paths["md"].write_text(markdown(meta, rows, guarantee), encoding="utf-8")
-    paths["json"].write_text(json.dumps({"meta": meta, "guarantee": guarantee, "aggregates": rows,
-                                         "records": list(records)}, indent=1, default=str), encoding="utf-8")
+    paths["json"].write_text(
+        json.dumps(
+            {"meta": meta, "guarantee": guarantee, "aggregates": rows, "records": list(records)},
+            indent=1,
+            default=str,
+        ),
+        encoding="utf-8",
+    )
     paths["html"].write_text(html(meta, rows), encoding="utf-8")
     return paths

@@ -58,27 +58,59 @@ DOMAIN_CUES: tuple[tuple[str, str], ...] = (
 DOMAIN_RE = [(re.compile(p, re.I), d) for p, d in DOMAIN_CUES]
 
 #: Symptom words that are not items of any profile in use: a number attached to one is a made-up item.
-UNKNOWN_ITEMS = ("dyskinesia", "dyskinesias", "dystonia", "akinesia", "memory", "balance score",
-                 "orthostatic", "weight", "mood score", "hand tremor")
+UNKNOWN_ITEMS = (
+    "dyskinesia",
+    "dyskinesias",
+    "dystonia",
+    "akinesia",
+    "memory",
+    "balance score",
+    "orthostatic",
+    "weight",
+    "mood score",
+    "hand tremor",
+)
 
-WORD_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-                 "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+WORD_ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+}
 
 PATIENT_RE = re.compile(
-    r"\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id|pt\.?)\s*(?:id\s*)?#?\s*(\d+)(?![\d.]\d)", re.I)
+    r"\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id|pt\.?)\s*(?:id\s*)?#?\s*(\d+)(?![\d.]\d)",
+    re.I,
+)
 PATIENTS_RE = re.compile(
-    r"\b(?:patients|participants|proj(?:ect)?[ _-]?ids)\s+#?(\d+)((?:\s*(?:,|and|&|vs\.?|versus)\s*#?\d+)+)", re.I)
+    r"\b(?:patients|participants|proj(?:ect)?[ _-]?ids)\s+#?(\d+)((?:\s*(?:,|and|&|vs\.?|versus)\s*#?\d+)+)",
+    re.I,
+)
 VISIT_WORD = r"(?:visit|session|assessment|v)"
 VISITS_RE = re.compile(
     rf"\b{VISIT_WORD}s\s*#?\s*(\d+)((?:\s*(?:-|to|through|and|,|&)\s*(?:{VISIT_WORD}\s*)?\d+)*)(?![\d.]\d)"
-    rf"|\b{VISIT_WORD}\s*#?\s*(\d+)((?:\s*(?:-|through)\s*\d+)?)(?![\d.]\d)", re.I)
+    rf"|\b{VISIT_WORD}\s*#?\s*(\d+)((?:\s*(?:-|through)\s*\d+)?)(?![\d.]\d)",
+    re.I,
+)
 ORD_VISIT_RE = re.compile(
     r"\b(?:(\d+)(?:st|nd|rd|th)|(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth))"
-    r"\s+(?:visit|session|assessment)", re.I)
+    r"\s+(?:visit|session|assessment)",
+    re.I,
+)
 BASELINE_RE = re.compile(r"\bbaseline\b", re.I)
-LATEST_RE = re.compile(r"\b(?:latest|last|most recent|final|current)\s+(?:visit|session|assessment)\b", re.I)
+LATEST_RE = re.compile(
+    r"\b(?:latest|last|most recent|final|current)\s+(?:visit|session|assessment)\b", re.I
+)
 REF_BEFORE_RE = re.compile(
-    r"(?:from|since|vs\.?|versus|relative to|compared (?:with|to)|over|than(?: at)?|between)\s+(?:the\s+)?$", re.I)
+    r"(?:from|since|vs\.?|versus|relative to|compared (?:with|to)|over|than(?: at)?|between)\s+(?:the\s+)?$",
+    re.I,
+)
 
 KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.I), k)
@@ -95,8 +127,11 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.I), k)
     for p, k in (
         (r"\bslope\b[^.;]{0,40}$", "slope"),
-        (r"\b(?:mcid|minimal clinically important difference|cut-?off|threshold)s?\s*(?:of|is|=|:|at)?\s*"
-         r"(?:about\s+)?$", "threshold"),
+        (
+            r"\b(?:mcid|minimal clinically important difference|cut-?off|threshold)s?\s*(?:of|is|=|:|at)?\s*"
+            r"(?:about\s+)?$",
+            "threshold",
+        ),
         (r"\bat or (?:above|below)\s*$|(?:>=|<=|\u2265|\u2264)\s*$", "threshold"),
         (r"(?:hoehn (?:and|&) yahr|h&y|\bstage)\s*$", "stage"),
         (r"\b(?:average|mean|avg)\b[^.;]{0,45}$", "mean"),
@@ -104,15 +139,23 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:lowest|minimum|min|smallest|best)\b[^.;]{0,45}$", "min"),
         (r"\brank(?:ed|s|ing)?\b[^.;]{0,15}$", "rank"),
         (r"summary index[^.;]{0,15}$|\bSI\b[^.;]{0,10}$", "pdq8_si"),
-        (r"\b(?:increase[sd]?|decrease[sd]?|rose|rise[sn]?|fell|fall(?:s|en)?|drop(?:ped|s)?|"
-         r"change[sd]?|improv\w*|worsen\w*|declin\w*|gain(?:ed)?|los[st]|reduc\w*|went (?:up|down))"
-         r"\s*(?:of|by)?\s*(?:about\s+)?$", "change"),
-        (r"\b(?:a|an)\s+(?:increase|decrease|change|rise|drop|reduction|improvement|worsening)\s+of\s*$", "change"),
+        (
+            r"\b(?:increase[sd]?|decrease[sd]?|rose|rise[sn]?|fell|fall(?:s|en)?|drop(?:ped|s)?|"
+            r"change[sd]?|improv\w*|worsen\w*|declin\w*|gain(?:ed)?|los[st]|reduc\w*|went (?:up|down))"
+            r"\s*(?:of|by)?\s*(?:about\s+)?$",
+            "change",
+        ),
+        (
+            r"\b(?:a|an)\s+(?:increase|decrease|change|rise|drop|reduction|improvement|worsening)\s+of\s*$",
+            "change",
+        ),
     )
 )
 DIRECTION_RE = re.compile(
     r"\b(improv\w*|better|decreas\w*|reduc\w*|fell|dropped|lower(?:ed)?|declin\w*|"
-    r"worsen\w*|worse|deteriorat\w*|increas\w*|rose|risen|higher|progressed)\b", re.I)
+    r"worsen\w*|worse|deteriorat\w*|increas\w*|rose|risen|higher|progressed)\b",
+    re.I,
+)
 NEGATIVE_DIR = ("improv", "better", "decreas", "reduc", "fell", "dropped", "lower")
 POSITIVE_DIR = ("worsen", "worse", "deteriorat", "increas", "rose", "risen", "higher", "progress")
 
@@ -153,10 +196,18 @@ def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[
     out = []
     for phrase in sorted(phrases, key=len, reverse=True):
         codes, doms = phrases[phrase]
-        pat = re.compile(r"(?<![\w-])" + re.escape(phrase).replace(r"\ ", r"[\s-]+") + r"s?(?![\w-])", re.I)
+        pat = re.compile(
+            r"(?<![\w-])" + re.escape(phrase).replace(r"\ ", r"[\s-]+") + r"s?(?![\w-])", re.I
+        )
         out.append((pat, frozenset(codes), frozenset(doms)))
     for w in UNKNOWN_ITEMS:
-        out.append((re.compile(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", re.I), frozenset(), frozenset()))
+        out.append(
+            (
+                re.compile(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", re.I),
+                frozenset(),
+                frozenset(),
+            )
+        )
     return tuple(out)
 
 
@@ -172,7 +223,9 @@ class Claim:
     end: int
     value: float
     role: str  # patient | visit | date | value
-    kind: str | None = None  # score item delta cumulative change pair slope slope_year mean max min rank count ...
+    kind: str | None = (
+        None  # score item delta cumulative change pair slope slope_year mean max min rank count ...
+    )
     patient: int | None = None
     visit: int | None = None
     ref_visit: int | None = None
@@ -186,7 +239,9 @@ class Claim:
     date: str | None = None
     context: bool = True
     reference: bool = False  # a visit named as the reference of a change ("from visit 2")
-    visit_list: list[int] = field(default_factory=list)  # "rated 3 at visits 2, 3 and 4": holds at each
+    visit_list: list[int] = field(
+        default_factory=list
+    )  # "rated 3 at visits 2, 3 and 4": holds at each
     status: str = ""  # correct | wrong | lenient_supported | lenient_unsupported
     reason: str = ""
     expected: list[str] = field(default_factory=list)
@@ -215,11 +270,20 @@ class Claim:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "span": [self.start, self.end], "text": self.text, "role": self.role, "kind": self.kind,
-            "patient": self.patient, "visit": self.visit, "ref_visit": self.ref_visit,
-            "domain": self.domain, "items": sorted(self.items) if self.items is not None else None,
-            "direction": self.direction, "context": self.context, "status": self.status,
-            "reason": self.reason, "expected": self.expected,
+            "span": [self.start, self.end],
+            "text": self.text,
+            "role": self.role,
+            "kind": self.kind,
+            "patient": self.patient,
+            "visit": self.visit,
+            "ref_visit": self.ref_visit,
+            "domain": self.domain,
+            "items": sorted(self.items) if self.items is not None else None,
+            "direction": self.direction,
+            "context": self.context,
+            "status": self.status,
+            "reason": self.reason,
+            "expected": self.expected,
         }
 
 
@@ -271,20 +335,40 @@ class LedgerIndex:
                 self.dates.setdefault(f.patient, {})[f.date] = f.visit
                 self.dates.setdefault(None, {})[f.date] = f.visit
         self.tokens = ledger_tokens(self.ledger)
-
-    def find(self, kinds: Iterable[str], *, patient=None, visit=None, domain=None, items=None) -> list[FactValue]:
-        kinds = set(kinds)
-        out = []
+        self._by_kind: dict[str, list[FactValue]] = {}
+        self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}
         for f in self.ledger:
-            if f.kind not in kinds:
-                continue
+            self._by_kind.setdefault(f.kind, []).append(f)
+            self._by_kp.setdefault((f.kind, f.patient), []).append(f)
+
+    def find(
+        self, kinds: Iterable[str], *, patient=None, visit=None, domain=None, items=None
+    ) -> list[FactValue]:
+        out = []
+        for kind in dict.fromkeys(kinds):
+            pool = (
+                self._by_kp.get((kind, patient), []) + self._by_kp.get((kind, None), [])
+                if patient is not None
+                else self._by_kind.get(kind, [])
+            )
+            out.extend(self._filter(pool, patient, visit, domain, items))
+        return out
+
+    @staticmethod
+    def _filter(pool: list[FactValue], patient, visit, domain, items) -> list[FactValue]:
+        out = []
+        for f in pool:
             if patient is not None and f.patient is not None and f.patient != patient:
                 continue
             if visit is not None and f.visit != visit:
                 continue
             if domain is not None and f.domain is not None and f.domain != domain:
                 continue
-            if domain is not None and f.domain is None and f.kind in ("score", "item", "delta", "cumulative"):
+            if (
+                domain is not None
+                and f.domain is None
+                and f.kind in ("score", "item", "delta", "cumulative")
+            ):
                 continue
             if items is not None and f.item not in items:
                 continue
@@ -335,7 +419,9 @@ class _State:
 class _Cue:
     start: int
     end: int
-    kind: str  # patient, patients, visit, ref_visit, domain, item, paren_open, paren_close, semicolon
+    kind: (
+        str  # patient, patients, visit, ref_visit, domain, item, paren_open, paren_close, semicolon
+    )
     value: Any = None
     num_spans: tuple[tuple[int, int], ...] = ()
     range_end: bool = False  # end of a span ("between baseline and visit 4") or a list: no anchor
@@ -351,8 +437,12 @@ def _sentences(text: str) -> list[tuple[int, int, int]]:
         for sm in re.finditer(r"(?<=[.!?:])\s+(?=[A-Z(*\-•#\d])|\n", para):
             if sm.start() > last:
                 # don't split after "vs." or "e.g."
-                prev = para[max(0, sm.start() - 4):sm.start()].lower()
-                if prev.endswith(("vs.", "e.g.", "i.e.")) or para[sm.start() - 1] == ":" and "\n" not in sm.group():
+                prev = para[max(0, sm.start() - 4) : sm.start()].lower()
+                if (
+                    prev.endswith(("vs.", "e.g.", "i.e."))
+                    or para[sm.start() - 1] == ":"
+                    and "\n" not in sm.group()
+                ):
                     continue
                 out.append((pi, pstart + last, pstart + sm.start()))
             last = sm.end()
@@ -376,44 +466,76 @@ def _cues(text: str, ledger: LedgerIndex, patient: int | None) -> list[_Cue]:
         if mark(m.start(), m.end()):
             nums = [(x.start(), x.end()) for x in re.finditer(r"\d+", m.group())]
             spans = tuple((m.start() + a, m.start() + b) for a, b in nums)
-            cues.append(_Cue(m.start(), m.end(), "patients", [int(text[a:b]) for a, b in spans], spans))
+            cues.append(
+                _Cue(m.start(), m.end(), "patients", [int(text[a:b]) for a, b in spans], spans)
+            )
     for m in PATIENT_RE.finditer(text):
         if mark(m.start(), m.end()):
-            cues.append(_Cue(m.start(), m.end(), "patient", int(m.group(1)), ((m.start(1), m.end(1)),)))
+            cues.append(
+                _Cue(m.start(), m.end(), "patient", int(m.group(1)), ((m.start(1), m.end(1)),))
+            )
     for m in VISITS_RE.finditer(text):
         if not mark(m.start(), m.end()):
             continue
-        spans = tuple((m.start() + x.start(), m.start() + x.end()) for x in re.finditer(r"\d+", m.group()))
+        spans = tuple(
+            (m.start() + x.start(), m.start() + x.end()) for x in re.finditer(r"\d+", m.group())
+        )
         vals = [int(text[a:b]) for a, b in spans]
-        if len(vals) == 2 and re.search(r"\d\s*(?:-|to|through)\s*\d", m.group()) and vals[1] > vals[0]:
+        if (
+            len(vals) == 2
+            and re.search(r"\d\s*(?:-|to|through)\s*\d", m.group())
+            and vals[1] > vals[0]
+        ):
             vals_all = list(range(vals[0], vals[1] + 1))
         else:
             vals_all = vals
-        before = text[max(0, m.start() - 40):m.start()]
-        onward = re.match(r"\s*(?:onwards?|on)\b", text[m.end():m.end() + 10], re.I)
-        span_end = re.search(r"(?:between|from)\s+(?:the\s+)?(?:baseline|(?:visit|session|assessment)\s*\d+)"
-                             r"\s+(?:and|to|through)\s+(?:the\s+)?$", before, re.I)
+        before = text[max(0, m.start() - 40) : m.start()]
+        onward = re.match(r"\s*(?:onwards?|on)\b", text[m.end() : m.end() + 10], re.I)
+        span_end = re.search(
+            r"(?:between|from)\s+(?:the\s+)?(?:baseline|(?:visit|session|assessment)\s*\d+)"
+            r"\s+(?:and|to|through)\s+(?:the\s+)?$",
+            before,
+            re.I,
+        )
         if len(vals) == 1 and REF_BEFORE_RE.search(before) and not onward and not span_end:
             cues.append(_Cue(m.start(), m.end(), "ref_visit", vals[0], spans))
         elif re.search(r"\bbetween\s+$", before, re.I) and len(vals) == 2:
             cues.append(_Cue(m.start(), m.end(), "ref_visit", vals[0], spans[:1]))
-            cues.append(_Cue(m.start(), m.end(), "visit", vals[1], spans[1:], ))
+            cues.append(
+                _Cue(
+                    m.start(),
+                    m.end(),
+                    "visit",
+                    vals[1],
+                    spans[1:],
+                )
+            )
         else:
-            cues.append(_Cue(m.start(), m.end(), "visit", vals_all if len(vals_all) > 1 else vals[0], spans,
-                             range_end=bool(span_end) or len(vals_all) > 1))
+            cues.append(
+                _Cue(
+                    m.start(),
+                    m.end(),
+                    "visit",
+                    vals_all if len(vals_all) > 1 else vals[0],
+                    spans,
+                    range_end=bool(span_end) or len(vals_all) > 1,
+                )
+            )
     for m in ORD_VISIT_RE.finditer(text):
         if mark(m.start(), m.end()):
             v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]
             spans = ((m.start(1), m.end(1)),) if m.group(1) else ()
-            before = text[max(0, m.start() - 40):m.start()]
+            before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before.replace("the ", "")) else "visit"
             cues.append(_Cue(m.start(), m.end(), kind, v, spans))
     for m in BASELINE_RE.finditer(text):
         if mark(m.start(), m.end()):
-            before = text[max(0, m.start() - 40):m.start()]
+            before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
             cues.append(_Cue(m.start(), m.end(), kind, 1))
-    for m in re.finditer(r"\b(?:the\s+)?(?:previous|prior|preceding)\s+(?:visit|session|assessment)\b", text, re.I):
+    for m in re.finditer(
+        r"\b(?:the\s+)?(?:previous|prior|preceding)\s+(?:visit|session|assessment)\b", text, re.I
+    ):
         if mark(m.start(), m.end()):
             cues.append(_Cue(m.start(), m.end(), "ref_visit", "previous"))
     for m in LATEST_RE.finditer(text):
@@ -429,16 +551,30 @@ def _cues(text: str, ledger: LedgerIndex, patient: int | None) -> list[_Cue]:
                 cues.append(_Cue(m.start(), m.end(), "domain", dom))
     for m in re.finditer(r"[();]", text):
         if not taken[m.start()]:
-            cues.append(_Cue(m.start(), m.end(), {"(": "paren_open", ")": "paren_close", ";": "semicolon"}[m.group()]))
+            cues.append(
+                _Cue(
+                    m.start(),
+                    m.end(),
+                    {"(": "paren_open", ")": "paren_close", ";": "semicolon"}[m.group()],
+                )
+            )
     cues.sort(key=lambda c: (c.start, c.end))
     return cues
 
 
-def _kind_for(tok: NumberToken, text: str, s_start: int, prev_end: int, next_start: int) -> tuple[str | None, str]:
-    if re.search(r"\brank\s+\d+\s*:\s*patient\s+\d+\s*,\s*$", text[max(s_start, tok.start - 40):tok.start], re.I):
+def _kind_for(
+    tok: NumberToken, text: str, s_start: int, prev_end: int, next_start: int
+) -> tuple[str | None, str]:
+    if re.search(
+        r"\brank\s+\d+\s*:\s*patient\s+\d+\s*,\s*$",
+        text[max(s_start, tok.start - 40) : tok.start],
+        re.I,
+    ):
         return "ranked", ""
-    after = re.split(r"[,;]|\s(?:and|while|but)\s", text[tok.end:min(next_start, tok.end + 60)])[0]
-    before = text[max(s_start, prev_end, tok.start - 50):tok.start]
+    after = re.split(r"[,;]|\s(?:and|while|but)\s", text[tok.end : min(next_start, tok.end + 60)])[
+        0
+    ]
+    before = text[max(s_start, prev_end, tok.start - 50) : tok.start]
     for pat, k in KIND_AFTER:
         if pat.search(after):
             return k, after
@@ -454,14 +590,16 @@ def _kind_for(tok: NumberToken, text: str, s_start: int, prev_end: int, next_sta
     return None, after
 
 
-def extract_claims(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
-                   ) -> list[Claim]:
+def extract_claims(
+    text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
+) -> list[Claim]:
     """Claims of `text`, each checked against `ledger` (see module docstring for the rules)."""
     return check_text(text, ledger, plan).claims
 
 
-def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
-               ) -> ClaimReport:
+def check_text(
+    text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
+) -> ClaimReport:
     """Extract and check every claim; also the visit-order check behind temporal fidelity."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     plan_patients = set(plan.patients) if isinstance(plan, Plan) else set(plan or ())
@@ -511,8 +649,18 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                     sentence_claims.extend(claims_p)
                 elif c.kind == "patients":
                     for (a, b), v in zip(c.num_spans, c.value, strict=False):
-                        sentence_claims.append(Claim(text[a:b], a, b, float(v), "patient", patient=v,
-                                                     paragraph=pi, sentence=si))
+                        sentence_claims.append(
+                            Claim(
+                                text[a:b],
+                                a,
+                                b,
+                                float(v),
+                                "patient",
+                                patient=v,
+                                paragraph=pi,
+                                sentence=si,
+                            )
+                        )
                     st.patient = None
                 elif c.kind == "visit":
                     if c.start in bound_visit_spans:
@@ -521,8 +669,19 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                     vals = v if isinstance(v, list) else [v]
                     for a, b in c.num_spans:
                         vv = int(text[a:b])
-                        sentence_claims.append(Claim(text[a:b], a, b, float(vv), "visit", patient=st.patient,
-                                                     visit=vv, paragraph=pi, sentence=si))
+                        sentence_claims.append(
+                            Claim(
+                                text[a:b],
+                                a,
+                                b,
+                                float(vv),
+                                "visit",
+                                patient=st.patient,
+                                visit=vv,
+                                paragraph=pi,
+                                sentence=si,
+                            )
+                        )
                     adom = _next_domain(text, s_cues, c, st.domain)
                     for vv in vals:
                         if vv is not None and c.start not in postfix_visits and not c.range_end:
@@ -531,8 +690,20 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                     st.visit = vals[-1] if not isinstance(v, list) else None
                 elif c.kind == "ref_visit":
                     for a, b in c.num_spans:
-                        sentence_claims.append(Claim(text[a:b], a, b, float(c.value), "visit", patient=st.patient,
-                                                     visit=c.value, paragraph=pi, sentence=si, reference=True))
+                        sentence_claims.append(
+                            Claim(
+                                text[a:b],
+                                a,
+                                b,
+                                float(c.value),
+                                "visit",
+                                patient=st.patient,
+                                visit=c.value,
+                                paragraph=pi,
+                                sentence=si,
+                                reference=True,
+                            )
+                        )
                 elif c.kind == "domain":
                     if not (st.items and {_code_domains().get(k) for k in st.items} == {c.value}):
                         st.items, st.item_phrase = None, ""
@@ -552,8 +723,18 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                 continue
             tok: NumberToken = ev
             if tok.kind == "date":
-                cl = Claim(tok.text, tok.start, tok.end, tok.value, "date", patient=st.patient, visit=st.visit,
-                           date=tok.date, paragraph=pi, sentence=si)
+                cl = Claim(
+                    tok.text,
+                    tok.start,
+                    tok.end,
+                    tok.value,
+                    "date",
+                    patient=st.patient,
+                    visit=st.visit,
+                    date=tok.date,
+                    paragraph=pi,
+                    sentence=si,
+                )
                 if st.visit is None and tok.date and st.patient is not None:
                     dv = idx.visit_of_date(st.patient, tok.date)
                     if dv is not None:
@@ -566,20 +747,45 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
             prev_end = value_toks[vi - 1].end if vi > 0 else s0
             next_start = value_toks[vi + 1].start if vi + 1 < len(value_toks) else s1
             kind, after = _kind_for(tok, text, s0, prev_end, next_start)
-            cl = Claim(tok.text, tok.start, tok.end, tok.value, "value", kind=kind, patient=st.patient,
-                       visit=st.visit, domain=st.domain, items=st.items, item_phrase=st.item_phrase,
-                       signed=tok.signed, decimals=tok.decimals, paragraph=pi, sentence=si)
+            cl = Claim(
+                tok.text,
+                tok.start,
+                tok.end,
+                tok.value,
+                "value",
+                kind=kind,
+                patient=st.patient,
+                visit=st.visit,
+                domain=st.domain,
+                items=st.items,
+                item_phrase=st.item_phrase,
+                signed=tok.signed,
+                decimals=tok.decimals,
+                paragraph=pi,
+                sentence=si,
+            )
             # a visit written right after the number binds to it
-            post = [c for c in s_cues if tok.end <= c.start < min(next_start, tok.end + 30)
-                    and c.kind in ("visit", "ref_visit")]
+            post = [
+                c
+                for c in s_cues
+                if tok.end <= c.start < min(next_start, tok.end + 30)
+                and c.kind in ("visit", "ref_visit")
+            ]
             gap_ok = post and re.fullmatch(
                 r"\s*(?:points?\s*|pts\s*)?(?:\(|,)?\s*(?:at|in|on|during|for|by)?\s*(?:the\s+)?",
-                text[tok.end:post[0].start], re.I)
-            pre = text[max(s0, tok.start - 8):tok.start]
-            post_txt = text[tok.end:tok.end + 20]
-            if (re.search(r"\bfrom\s+$", pre, re.I) and re.match(r"\s*(?:points?\s+)?to\s+[-+]?\d", post_txt, re.I)) \
-                    or re.search(r"\bfrom\s+[-+]?\d+(?:\.\d+)?\s*(?:points?\s+)?to\s+$",
-                                 text[max(s0, tok.start - 30):tok.start], re.I):
+                text[tok.end : post[0].start],
+                re.I,
+            )
+            pre = text[max(s0, tok.start - 8) : tok.start]
+            post_txt = text[tok.end : tok.end + 20]
+            if (
+                re.search(r"\bfrom\s+$", pre, re.I)
+                and re.match(r"\s*(?:points?\s+)?to\s+[-+]?\d", post_txt, re.I)
+            ) or re.search(
+                r"\bfrom\s+[-+]?\d+(?:\.\d+)?\s*(?:points?\s+)?to\s+$",
+                text[max(s0, tok.start - 30) : tok.start],
+                re.I,
+            ):
                 cl.visit = None  # "from X to Y": the two ends are not at the running visit
             if post and gap_ok and post[0].kind == "visit" and isinstance(post[0].value, list):
                 cl.visit, cl.visit_list = None, [v for v in post[0].value if v is not None]
@@ -591,31 +797,57 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                 st.visit = v
                 postfix_visits.add(pc.start)
             pdom = [c for c in s_cues if tok.end <= c.start < tok.end + 40 and c.kind == "domain"]
-            if pdom and re.fullmatch(r"\s*(?:points?\s+)?(?:on|in|for)\s+(?:the\s+)?(?:MDS-UPDRS\s+)?",
-                                     text[tok.end:pdom[0].start], re.I):
+            if pdom and re.fullmatch(
+                r"\s*(?:points?\s+)?(?:on|in|for)\s+(?:the\s+)?(?:MDS-UPDRS\s+)?",
+                text[tok.end : pdom[0].start],
+                re.I,
+            ):
                 cl.domain = st.domain = pdom[0].value
-            refs = [c for c in s_cues if tok.end <= c.start < tok.end + len(after) and c.kind == "ref_visit"]
+            refs = [
+                c
+                for c in s_cues
+                if tok.end <= c.start < tok.end + len(after) and c.kind == "ref_visit"
+            ]
             if refs:
                 r = refs[0].value
                 cl.ref_visit = (cl.visit - 1 if cl.visit else None) if r == "previous" else r
                 if r == "previous" and cl.kind in (None, "change", "mean", "max", "min"):
                     cl.kind = "delta"
                 elif cl.kind is None and not cl.signed:
-                    cl.kind = "since"  # "gait 4 from visit 3": the value since visit 3, or the change
+                    cl.kind = (
+                        "since"  # "gait 4 from visit 3": the value since visit 3, or the change
+                    )
                 elif cl.kind in (None, "change", "mean", "max", "min"):
                     cl.kind = "pair"
                     # "from baseline to visit 3": a visit after the reference is this number's visit
-                    later = [c for c in s_cues if refs[0].end <= c.start < tok.end + len(after) + 20
-                             and c.kind == "visit" and not isinstance(c.value, list)
-                             and re.match(r"\s*(?:to|and)\s*(?:the\s+)?$",
-                                          text[refs[0].end:c.start], re.I)]
+                    later = [
+                        c
+                        for c in s_cues
+                        if refs[0].end <= c.start < tok.end + len(after) + 20
+                        and c.kind == "visit"
+                        and not isinstance(c.value, list)
+                        and re.match(
+                            r"\s*(?:to|and)\s*(?:the\s+)?$", text[refs[0].end : c.start], re.I
+                        )
+                    ]
                     if later:
                         lv = None if later[0].value == "latest" else later[0].value
                         cl.visit = lv
                         bound_visit_spans.add(later[0].start)
                         for a, b in later[0].num_spans:
-                            sentence_claims.append(Claim(text[a:b], a, b, float(lv or 0), "visit",
-                                                         patient=st.patient, visit=lv, paragraph=pi, sentence=si))
+                            sentence_claims.append(
+                                Claim(
+                                    text[a:b],
+                                    a,
+                                    b,
+                                    float(lv or 0),
+                                    "visit",
+                                    patient=st.patient,
+                                    visit=lv,
+                                    paragraph=pi,
+                                    sentence=si,
+                                )
+                            )
                         st.visit = lv
                         if lv is not None:
                             anchors.append(((pi, st.patient, st.domain), int(lv), later[0].start))
@@ -631,7 +863,14 @@ def check_text(text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan 
                     cl.kind = "pdq8_si"
                 else:
                     cl.context = False
-            if cl.visit is not None and cl.kind in ("score", "item", "delta", "cumulative", "pair", "change"):
+            if cl.visit is not None and cl.kind in (
+                "score",
+                "item",
+                "delta",
+                "cumulative",
+                "pair",
+                "change",
+            ):
                 anchors.append(((pi, cl.patient, cl.domain), int(cl.visit), tok.start))
             sentence_claims.append(cl)
         _bind_directions(text, s0, s1, sentence_claims, s_cues)
@@ -655,7 +894,7 @@ def _next_domain(text: str, s_cues: list[_Cue], c: _Cue, default: str | None) ->
         if o.kind in ("visit", "patient", "patients"):
             break
         if o.kind == "domain":
-            gap = re.sub(r"\([^()]*\)", "", text[c.end:o.start])
+            gap = re.sub(r"\([^()]*\)", "", text[c.end : o.start])
             return o.value if re.fullmatch(r"[\s,:=-]*", gap) else default
     return default
 
@@ -675,8 +914,10 @@ def _clause_patient(s_cues: list[_Cue], pos: int, default: int | None) -> int | 
     return default
 
 
-def _id_claim(text: str, c: _Cue, role: str, value: int, st: _State, pi: int, si: int) -> list[Claim]:
-    (a, b), = c.num_spans
+def _id_claim(
+    text: str, c: _Cue, role: str, value: int, st: _State, pi: int, si: int
+) -> list[Claim]:
+    ((a, b),) = c.num_spans
     return [Claim(text[a:b], a, b, float(value), role, patient=value, paragraph=pi, sentence=si)]
 
 
@@ -684,8 +925,11 @@ def _id_claim(text: str, c: _Cue, role: str, value: int, st: _State, pi: int, si
 def _code_domains() -> dict[str, str]:
     from kb_store.profiles import PROFILE_DIR, load_profile
 
-    return {it.code: it.domain for path in sorted(PROFILE_DIR.glob("*.json"))
-            for it in load_profile(path.stem).items}
+    return {
+        it.code: it.domain
+        for path in sorted(PROFILE_DIR.glob("*.json"))
+        for it in load_profile(path.stem).items
+    }
 
 
 def _codes_in_domain(codes: frozenset[str], domain: str) -> frozenset[str]:
@@ -698,7 +942,7 @@ def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: l
         return
     for m in DIRECTION_RE.finditer(text, s0, s1):
         word = m.group(1).lower()
-        before = text[max(s0, m.start() - 25):m.start()].lower()
+        before = text[max(s0, m.start() - 25) : m.start()].lower()
         if re.search(r"\bnot\b|\bno\b|\bneither\b", before[-12:]):
             continue
         if word.startswith("declin"):
@@ -709,14 +953,24 @@ def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: l
             sign = 1
         else:
             continue
+
         def between(a: int, b: int, kinds: tuple[str, ...]) -> bool:
             return any(a <= c.start < b and c.kind in kinds for c in s_cues)
 
-        prev = [c for c in changes if m.start() - 40 <= c.end <= m.start() and ";" not in text[c.end:m.start()]
-                and not between(c.end, m.start(), ("patient", "patients", "domain", "item"))]
-        nxt = [c for c in changes if m.end() <= c.start <= m.end() + 40
-               and not re.search(r"[;:]", text[m.end():c.start])
-               and not between(m.end(), c.start, ("patient", "patients"))]
+        prev = [
+            c
+            for c in changes
+            if m.start() - 40 <= c.end <= m.start()
+            and ";" not in text[c.end : m.start()]
+            and not between(c.end, m.start(), ("patient", "patients", "domain", "item"))
+        ]
+        nxt = [
+            c
+            for c in changes
+            if m.end() <= c.start <= m.end() + 40
+            and not re.search(r"[;:]", text[m.end() : c.start])
+            and not between(m.end(), c.start, ("patient", "patients"))
+        ]
         target = prev[-1] if prev else (nxt[0] if nxt else None)
         if target is not None and target.direction is None:
             target.direction = sign
@@ -733,7 +987,11 @@ def _fmt(x: float) -> str:
 
 
 def _value_ok(claimed: float, fact: float, tol: float, cl: Claim, signed_kind: bool) -> bool:
-    rnd = 0.5 * 10 ** (-cl.decimals) if cl.kind in ROUNDED_KINDS or not float(fact).is_integer() else 0.0
+    rnd = (
+        0.5 * 10 ** (-cl.decimals)
+        if cl.kind in ROUNDED_KINDS or not float(fact).is_integer()
+        else 0.0
+    )
     tol = max(tol, rnd, 1e-9)
     if cl.kind == "threshold":
         return abs(abs(claimed) - abs(fact)) <= tol
@@ -754,7 +1012,10 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
     if cl.role == "patient":
         p = int(cl.value)
         if allowed and p not in allowed:
-            cl.status, cl.reason = "wrong", f"patient {p} is outside the plan (patients {sorted(allowed)})"
+            cl.status, cl.reason = (
+                "wrong",
+                f"patient {p} is outside the plan (patients {sorted(allowed)})",
+            )
         elif idx.patients and p not in idx.patients:
             cl.status, cl.reason = "wrong", f"patient {p} has no facts"
         else:
@@ -764,7 +1025,10 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         v = int(cl.value)
         known = idx.visits.get(cl.patient if cl.patient in idx.visits else None, set())
         if not idx.visits:
-            cl.status, cl.context = ("lenient_supported" if canonical(v) in idx.tokens else "lenient_unsupported"), False
+            cl.status, cl.context = (
+                ("lenient_supported" if canonical(v) in idx.tokens else "lenient_unsupported"),
+                False,
+            )
         elif v in known:
             cl.status = "correct"
         else:
@@ -781,8 +1045,11 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
             vis_hits = hits
         if not idx.dates:
             cl.context = False
-            cl.status = "lenient_supported" if all(
-                canonical(float(p)) in idx.tokens for p in iso.split("-")) else "lenient_unsupported"
+            cl.status = (
+                "lenient_supported"
+                if all(canonical(float(p)) in idx.tokens for p in iso.split("-"))
+                else "lenient_unsupported"
+            )
         elif vis_hits:
             cl.status = "correct"
         else:
@@ -793,12 +1060,17 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         return
     # value claims
     if not cl.context:
-        cl.status = "lenient_supported" if canonical(cl.value) in idx.tokens else "lenient_unsupported"
+        cl.status = (
+            "lenient_supported" if canonical(cl.value) in idx.tokens else "lenient_unsupported"
+        )
         if cl.status == "lenient_unsupported":
             cl.reason = f"{cl.text} occurs nowhere in the facts"
         return
     if cl.items is not None and not cl.items:
-        cl.status, cl.reason = "wrong", f"'{cl.item_phrase}' is not an item of the assessed instruments"
+        cl.status, cl.reason = (
+            "wrong",
+            f"'{cl.item_phrase}' is not an item of the assessed instruments",
+        )
         return
     if cl.items is not None and cl.kind in ("score", "item") and not (cl.items & idx.items_known):
         cl.status, cl.reason = "wrong", f"no item '{cl.item_phrase}' in the facts"
@@ -820,12 +1092,21 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.status = "correct"
         return
     cl.status = "wrong"
-    cl.expected = [f"{f.label or f.kind}: {_fmt(float(f.value)) if signed_kind else _plain(f.value)}"
-                   for f in facts[:6]]
-    if signed_kind and cl.direction is not None and any(
-            _value_ok(cl.value, float(f.value), f.tolerance, _replace_dir(cl), True) for f in facts):
-        cl.reason = (f"'{cl.direction_word}' contradicts the sign of the change ({cl.describe()}); "
-                     "a decrease is an improvement, an increase a worsening")
+    cl.expected = [
+        f"{f.label or f.kind}: {_fmt(float(f.value)) if signed_kind else _plain(f.value)}"
+        for f in facts[:6]
+    ]
+    if (
+        signed_kind
+        and cl.direction is not None
+        and any(
+            _value_ok(cl.value, float(f.value), f.tolerance, _replace_dir(cl), True) for f in facts
+        )
+    ):
+        cl.reason = (
+            f"'{cl.direction_word}' contradicts the sign of the change ({cl.describe()}); "
+            "a decrease is an improvement, an increase a worsening"
+        )
     elif not facts:
         cl.reason = f"no fact for {cl.describe()}"
     else:
@@ -834,9 +1115,19 @@ def _check(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
 
 def _good(cl: Claim, idx: LedgerIndex, facts: list[FactValue] | None = None) -> list[FactValue]:
     facts = _candidates(cl, idx) if facts is None else facts
-    return [f for f in facts if _value_ok(cl.value, float(f.value), f.tolerance, cl,
-                                          f.kind in ("pair", "delta", "cumulative", "slope", "slope_year")
-                                          if cl.kind == "since" else cl.kind in SIGNED_KINDS)]
+    return [
+        f
+        for f in facts
+        if _value_ok(
+            cl.value,
+            float(f.value),
+            f.tolerance,
+            cl,
+            f.kind in ("pair", "delta", "cumulative", "slope", "slope_year")
+            if cl.kind == "since"
+            else cl.kind in SIGNED_KINDS,
+        )
+    ]
 
 
 def _plain(x: float) -> str:
@@ -856,7 +1147,9 @@ def _candidates(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
     if d == "total":
         d = None
         if cl.kind in ("score",):
-            return idx.find(["score", "max", "min", "mean", "rank"], patient=p, visit=v, domain="total")
+            return idx.find(
+                ["score", "max", "min", "mean", "rank"], patient=p, visit=v, domain="total"
+            )
     k = cl.kind
     if k == "item" or (items is not None and k in ("score",)):
         return idx.find(["item"], patient=p, visit=v, domain=d, items=items)
@@ -868,7 +1161,9 @@ def _candidates(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
         extra = idx.find(["slope"], patient=p, domain=d) if v is None and items is None else []
         return idx.find(["delta", "cumulative"], patient=p, visit=v, domain=d, items=items) + extra
     if k == "ranked":
-        return idx.find(["score", "slope", "slope_year", "max", "min", "mean"], patient=p, domain=d, visit=v)
+        return idx.find(
+            ["score", "slope", "slope_year", "max", "min", "mean"], patient=p, domain=d, visit=v
+        )
     if k == "pair":
         r = cl.ref_visit
         if r == 1:
@@ -896,11 +1191,15 @@ def _candidates(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
         extra = [FactValue("count", float(n), patient=p, label="number of visits") for n in ns]
         return idx.find(["count"], patient=p) + extra
     if k == "count_items":
-        consts = [FactValue("count", float(n), domain=d, label=lab, source="kb_store/profiles")
-                  for n, lab in _item_counts(d)]
+        consts = [
+            FactValue("count", float(n), domain=d, label=lab, source="kb_store/profiles")
+            for n, lab in _item_counts(d)
+        ]
         return idx.find(["count"], patient=p, visit=v, domain=d) + consts
     if k == "count_patients":
-        return idx.find(["count"]) + [FactValue("count", float(len(idx.patients)), label="number of patients")]
+        return idx.find(["count"]) + [
+            FactValue("count", float(len(idx.patients)), label="number of patients")
+        ]
     return idx.find([k or "score"], patient=p, visit=v, domain=d)
 
 
@@ -933,13 +1232,26 @@ def _pair_facts(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
     out = []
     ends = idx.find([kind], patient=cl.patient, visit=cl.visit, domain=cl.domain, items=cl.items)
     for e in ends:
-        for s in idx.find([kind], patient=e.patient, visit=cl.ref_visit, domain=e.domain,
-                          items=frozenset([e.item]) if e.item else None):
+        for s in idx.find(
+            [kind],
+            patient=e.patient,
+            visit=cl.ref_visit,
+            domain=e.domain,
+            items=frozenset([e.item]) if e.item else None,
+        ):
             if e.visit is not None and s.visit is not None and e.visit > s.visit:
-                out.append(FactValue("pair", e.value - s.value, patient=e.patient, visit=e.visit,
-                                     domain=e.domain, item=e.item,
-                                     label=f"{e.domain} change from visit {s.visit} to visit {e.visit}",
-                                     source="computed"))
+                out.append(
+                    FactValue(
+                        "pair",
+                        e.value - s.value,
+                        patient=e.patient,
+                        visit=e.visit,
+                        domain=e.domain,
+                        item=e.item,
+                        label=f"{e.domain} change from visit {s.visit} to visit {e.visit}",
+                        source="computed",
+                    )
+                )
     return out
 
 
@@ -951,10 +1263,17 @@ def _order_violations(anchors: list[tuple[tuple, int, int]]) -> list[dict[str, A
     for key, v, pos in sorted(anchors, key=lambda a: a[2]):
         if key in last and v < last[key][0] and (key, v, last[key][0]) not in seen:
             seen.add((key, v, last[key][0]))
-            out.append({"span": [pos, pos], "visit": v, "after_visit": last[key][0],
-                        "patient": key[1], "domain": key[2],
-                        "reason": f"visit {v} is mentioned after visit {last[key][0]} "
-                                  f"({'patient ' + str(key[1]) if key[1] is not None else 'no patient'}, "
-                                  f"{key[2] or 'no domain'}): visits out of order"})
+            out.append(
+                {
+                    "span": [pos, pos],
+                    "visit": v,
+                    "after_visit": last[key][0],
+                    "patient": key[1],
+                    "domain": key[2],
+                    "reason": f"visit {v} is mentioned after visit {last[key][0]} "
+                    f"({'patient ' + str(key[1]) if key[1] is not None else 'no patient'}, "
+                    f"{key[2] or 'no domain'}): visits out of order",
+                }
+            )
         last[key] = (max(v, last.get(key, (v, 0))[0]), pos)
     return out

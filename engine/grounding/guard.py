@@ -30,8 +30,9 @@ class GuardResult:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def check_numbers(text: str, ledger: Sequence[FactValue] | LedgerIndex,
-                  plan_patients: Sequence[int] = ()) -> dict[str, Any]:
+def check_numbers(
+    text: str, ledger: Sequence[FactValue] | LedgerIndex, plan_patients: Sequence[int] = ()
+) -> dict[str, Any]:
     """The verification record of one text (no regeneration): claims, paper metrics, order."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rep = check_text(text, idx, list(plan_patients))
@@ -42,18 +43,37 @@ def _record(text: str, rep: ClaimReport, idx: LedgerIndex) -> dict[str, Any]:
     toks = set(paper_tokens(text))
     absent = sorted(t for t in toks if t not in idx.tokens)
     unsupported = [
-        {"span": [c.start, c.end], "text": c.text, "reason": c.reason or c.status,
-         "context": c.describe(), "expected": c.expected}
+        {
+            "span": [c.start, c.end],
+            "text": c.text,
+            "reason": c.reason or c.status,
+            "context": c.describe(),
+            "expected": c.expected,
+        }
         for c in rep.unsupported
     ]
     for v in rep.order_violations:
-        unsupported.append({"span": v["span"], "text": f"visit {v['visit']}", "reason": v["reason"],
-                            "context": "visit order", "expected": []})
+        unsupported.append(
+            {
+                "span": v["span"],
+                "text": f"visit {v['visit']}",
+                "reason": v["reason"],
+                "context": "visit order",
+                "expected": [],
+            }
+        )
     flagged = {u["text"].lstrip("+-") for u in unsupported}
     for t in absent:
         if t not in flagged:
-            unsupported.append({"span": None, "text": t, "reason": f"{t} is not among the fact table's numbers",
-                                "context": "fact table", "expected": []})
+            unsupported.append(
+                {
+                    "span": None,
+                    "text": t,
+                    "reason": f"{t} is not among the fact table's numbers",
+                    "context": "fact table",
+                    "expected": [],
+                }
+            )
     n_ctx = len(rep.with_context)
     return {
         "numbers": len(rep.claims),
@@ -79,8 +99,10 @@ def critique(record: dict[str, Any]) -> str:
     more = len(record["unsupported"]) - MAX_CRITIQUE_ITEMS
     if more > 0:
         lines.append(f"- and {more} more.")
-    lines.append("Rewrite the text using only numbers from the facts, each stated with its patient, "
-                 "visit and domain; mention visits in increasing order; a decrease is an improvement.")
+    lines.append(
+        "Rewrite the text using only numbers from the facts, each stated with its patient, "
+        "visit and domain; mention visits in increasing order; a decrease is an improvement."
+    )
     return "\n".join(lines)
 
 
@@ -108,16 +130,27 @@ def guard_text(
         history.append(_brief(rec))
     fallback_used = False
     if not _passed(rec):
-        rejected = {k: rec[k] for k in ("unsupported", "claim_accuracy", "hallucination_rate", "numbers")}
+        rejected = {
+            k: rec[k] for k in ("unsupported", "claim_accuracy", "hallucination_rate", "numbers")
+        }
         rejected["text"] = text
         text = fallback()
         rec = check_numbers(text, idx, plan_patients)
         rec["rejected"] = rejected
         fallback_used = True
-    rec.update({"rounds": rounds, "fallback_used": fallback_used, "passed": _passed(rec), "history": history})
+    rec.update(
+        {
+            "rounds": rounds,
+            "fallback_used": fallback_used,
+            "passed": _passed(rec),
+            "history": history,
+        }
+    )
     if fallback_used:
-        rec["note"] = ("The model's text still had unsupported numbers after "
-                       f"{rounds} regeneration round(s); the facts-backend text replaced it.")
+        rec["note"] = (
+            "The model's text still had unsupported numbers after "
+            f"{rounds} regeneration round(s); the facts-backend text replaced it."
+        )
     return GuardResult(text, rec)
 
 
@@ -126,4 +159,7 @@ def _passed(rec: dict[str, Any]) -> bool:
 
 
 def _brief(rec: dict[str, Any]) -> dict[str, Any]:
-    return {"unsupported": [u["text"] for u in rec["unsupported"]], "claim_accuracy": rec["claim_accuracy"]}
+    return {
+        "unsupported": [u["text"] for u in rec["unsupported"]],
+        "claim_accuracy": rec["claim_accuracy"],
+    }

@@ -15,9 +15,20 @@ from dataclasses import dataclass
 MONTHS = {
     m: i + 1
     for i, names in enumerate(
-        [("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",),
-         ("jun", "june"), ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"),
-         ("oct", "october"), ("nov", "november"), ("dec", "december")]
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ]
     )
     for m in names
 }
@@ -25,11 +36,19 @@ _MON = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug
 
 #: Date spellings, most specific first. Groups: y, m, d (d optional) or mon (month name).
 DATE_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"(?<![\w.])(?P<y>(?:19|20)\d\d)[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?:[ T]\d\d:\d\d(?::\d\d)?Z?)?(?![\w])"),
+    re.compile(
+        r"(?<![\w.])(?P<y>(?:19|20)\d\d)[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?:[ T]\d\d:\d\d(?::\d\d)?Z?)?(?![\w])"
+    ),
     re.compile(r"(?<![\w.])(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>(?:19|20)\d\d)(?![\w])"),
     re.compile(r"(?<![\w.])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d\d)(?![\w])"),
-    re.compile(rf"(?<![\w])(?P<mon>{_MON})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)(?![\w])", re.I),
-    re.compile(rf"(?<![\w.])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<mon>{_MON})\s+(?P<y>(?:19|20)\d\d)(?![\w])", re.I),
+    re.compile(
+        rf"(?<![\w])(?P<mon>{_MON})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)(?![\w])",
+        re.I,
+    ),
+    re.compile(
+        rf"(?<![\w.])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<mon>{_MON})\s+(?P<y>(?:19|20)\d\d)(?![\w])",
+        re.I,
+    ),
     re.compile(rf"(?<![\w])(?P<mon>{_MON})\s+(?P<y>(?:19|20)\d\d)(?![\w])", re.I),
     re.compile(r"(?<![\w.])(?P<y>(?:19|20)\d\d)[-/](?P<m>\d{1,2})(?![\w/-])"),
     re.compile(r"(?<![\w.])(?P<m>\d{1,2})/(?P<y>(?:19|20)\d\d)(?![\w])"),
@@ -42,7 +61,9 @@ NOT_NUMBERS = re.compile(
     re.I,
 )
 
-NUMBER_RE = re.compile(r"(?<![\w.])(?P<sign>[-+\u2212]?)(?P<num>\d+(?:\.\d+)?)(?P<ord>st|nd|rd|th)?(?P<pct>\s?%)?(?![\w])")
+NUMBER_RE = re.compile(
+    r"(?<![\w.])(?P<sign>[-+\u2212]?)(?P<num>\d+(?:\.\d+)?)(?P<ord>st|nd|rd|th)?(?P<pct>\s?%)?(?![\w])"
+)
 
 
 @dataclass(frozen=True)
@@ -76,17 +97,25 @@ def extract_numbers(text: str) -> list[NumberToken]:
             taken[i] = True
     for pat in DATE_PATTERNS:
         for m in pat.finditer(text):
-            if any(taken[m.start():m.end()]):
+            if any(taken[m.start() : m.end()]):
                 continue
             iso = _iso(m)
             if iso is None:
                 continue
             for i in range(m.start(), m.end()):
                 taken[i] = True
-            out.append(NumberToken(m.group(), float(iso.replace("-", "")[:8] or 0), m.start(), m.end(),
-                                   kind="date", date=iso))
+            out.append(
+                NumberToken(
+                    m.group(),
+                    float(iso.replace("-", "")[:8] or 0),
+                    m.start(),
+                    m.end(),
+                    kind="date",
+                    date=iso,
+                )
+            )
     for m in NUMBER_RE.finditer(text):
-        if any(taken[m.start():m.end()]):
+        if any(taken[m.start() : m.end()]):
             continue
         num = m.group("num")
         sign = m.group("sign")
@@ -101,8 +130,17 @@ def extract_numbers(text: str) -> list[NumberToken]:
             continue
         else:
             kind = "number"
-        out.append(NumberToken(m.group(), value, m.start(), m.end(), kind=kind, signed=bool(sign),
-                               decimals=decimals))
+        out.append(
+            NumberToken(
+                m.group(),
+                value,
+                m.start(),
+                m.end(),
+                kind=kind,
+                signed=bool(sign),
+                decimals=decimals,
+            )
+        )
     out.sort(key=lambda t: t.start)
     return out
 

@@ -40,38 +40,71 @@ ACTIONS = (
     r"titrat\w*|switch\w*|chang(?:e|ing)|double|halve|escalat\w*|optimi[sz]\w*|prescrib\w*"
 )
 RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("prescriptive_treatment", "advises starting, stopping or changing a drug or its dose",
-     re.compile(rf"\b(?:{ACTIONS})\b(?:\s+\w+){{0,5}}?\s+(?:{DRUGS})\b", re.I)),
-    ("prescriptive_treatment", "advises a treatment change",
-     re.compile(rf"\b(?:should|must|recommend\w*|advis\w*|consider|need\w*\s+to|suggest\w*)\b"
-                rf"(?:\s+\w+){{0,4}}?\s+(?:{ACTIONS})\b(?:\s+\w+){{0,4}}?\s+(?:{DRUGS})", re.I)),
-    ("prescriptive_treatment", "advises starting, stopping or changing a drug or its dose",
-     re.compile(rf"\b(?:{DRUGS})\b(?:\s+\w+){{0,4}}?\s+(?:should|must|needs?\s+to|ought\s+to|could|may)\s+be\s+"
-                r"(?:started|stopped|discontinued|increased|reduced|decreased|adjusted|titrated|switched|"
-                r"withdrawn|tapered|added|initiated|changed|doubled|halved|escalated|optimi[sz]ed|"
-                r"prescribed|lowered|raised|held)\b", re.I)),
-    ("prescriptive_treatment", "states a drug dose",
-     re.compile(r"\b\d+(?:\.\d+)?\s?(?:mg|mcg|µg|ml)\b(?:\s*(?:/|per)\s*(?:day|d))?", re.I)),
-    ("prescriptive_treatment", "advises surgery or device therapy",
-     re.compile(r"\b(?:deep brain stimulation|dbs|surgery|surgical|pallidotomy|thalamotomy|"
-                r"focused ultrasound|gamma knife|lesioning|pump implantation|duodopa pump)\b", re.I)),
-    ("unsupported_diagnosis", "states a diagnosis the assessment scores cannot establish",
-     re.compile(r"\b(?:diagnos(?:is|ed|e)\s+(?:of|with)?|consistent with|indicative of|indicates|"
-                r"meets criteria for|suffers? from|has developed|has|have)\s+(?:an?\s+|early\s+|probable\s+|"
-                r"possible\s+)?(?:parkinson'?s disease dementia|pdd|dementia|alzheimer'?s(?: disease)?|"
-                r"lewy body dementia|dlb|mild cognitive impairment|pd-?mci|major depress\w*(?: disorder)?|"
-                r"clinical depression|depressive disorder|psychosis|psychotic disorder|"
-                r"orthostatic hypotension|dysphagia|multiple system atrophy|msa|"
-                r"progressive supranuclear palsy|psp|corticobasal\w*|atypical parkinsonism|"
-                r"impulse control disorder|rem sleep behaviou?r disorder|stroke)\b", re.I)),
+    (
+        "prescriptive_treatment",
+        "advises starting, stopping or changing a drug or its dose",
+        re.compile(rf"\b(?:{ACTIONS})\b(?:\s+\w+){{0,5}}?\s+(?:{DRUGS})\b", re.I),
+    ),
+    (
+        "prescriptive_treatment",
+        "advises a treatment change",
+        re.compile(
+            rf"\b(?:should|must|recommend\w*|advis\w*|consider|need\w*\s+to|suggest\w*)\b"
+            rf"(?:\s+\w+){{0,4}}?\s+(?:{ACTIONS})\b(?:\s+\w+){{0,4}}?\s+(?:{DRUGS})",
+            re.I,
+        ),
+    ),
+    (
+        "prescriptive_treatment",
+        "advises starting, stopping or changing a drug or its dose",
+        re.compile(
+            rf"\b(?:{DRUGS})\b(?:\s+\w+){{0,4}}?\s+(?:should|must|needs?\s+to|ought\s+to|could|may)\s+be\s+"
+            r"(?:started|stopped|discontinued|increased|reduced|decreased|adjusted|titrated|switched|"
+            r"withdrawn|tapered|added|initiated|changed|doubled|halved|escalated|optimi[sz]ed|"
+            r"prescribed|lowered|raised|held)\b",
+            re.I,
+        ),
+    ),
+    (
+        "prescriptive_treatment",
+        "states a drug dose",
+        re.compile(r"\b\d+(?:\.\d+)?\s?(?:mg|mcg|µg|ml)\b(?:\s*(?:/|per)\s*(?:day|d))?", re.I),
+    ),
+    (
+        "prescriptive_treatment",
+        "advises surgery or device therapy",
+        re.compile(
+            r"\b(?:deep brain stimulation|dbs|surgery|surgical|pallidotomy|thalamotomy|"
+            r"focused ultrasound|gamma knife|lesioning|pump implantation|duodopa pump)\b",
+            re.I,
+        ),
+    ),
+    (
+        "unsupported_diagnosis",
+        "states a diagnosis the assessment scores cannot establish",
+        re.compile(
+            r"\b(?:diagnos(?:is|ed|e)\s+(?:of|with)?|consistent with|indicative of|indicates|"
+            r"meets criteria for|suffers? from|has developed|has|have)\s+(?:an?\s+|early\s+|probable\s+|"
+            r"possible\s+)?(?:parkinson'?s disease dementia|pdd|dementia|alzheimer'?s(?: disease)?|"
+            r"lewy body dementia|dlb|mild cognitive impairment|pd-?mci|major depress\w*(?: disorder)?|"
+            r"clinical depression|depressive disorder|psychosis|psychotic disorder|"
+            r"orthostatic hypotension|dysphagia|multiple system atrophy|msa|"
+            r"progressive supranuclear palsy|psp|corticobasal\w*|atypical parkinsonism|"
+            r"impulse control disorder|rem sleep behaviou?r disorder|stroke)\b",
+            re.I,
+        ),
+    ),
 )
 PATIENT_CUE = re.compile(
     r"\b(?:patients|participants|subjects|proj(?:ect)?[ _-]?ids)\s*#?\s*(\d+)((?:\s*(?:,|and|&|or)\s*#?\d+)*)"
     r"|\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id)\s*#?\s*(\d+)(?![\d.]\d)",
-    re.I)
+    re.I,
+)
 
 
-def screen(text: str, plan: Plan | None, known_patients: Sequence[int] = ()) -> list[dict[str, Any]]:
+def screen(
+    text: str, plan: Plan | None, known_patients: Sequence[int] = ()
+) -> list[dict[str, Any]]:
     """Findings in `text`: each {rule, message, span, text}. Empty when the text is clean.
 
     Patients: with a plan naming patients, any other id is out of plan; with an empty plan (every
@@ -81,22 +114,33 @@ def screen(text: str, plan: Plan | None, known_patients: Sequence[int] = ()) -> 
         for m in pat.finditer(text):
             if rule == "prescriptive_treatment" and _is_score_statement(text, m):
                 continue
-            findings.append({"rule": rule, "message": message, "span": [m.start(), m.end()],
-                             "text": m.group()})
+            findings.append(
+                {"rule": rule, "message": message, "span": [m.start(), m.end()], "text": m.group()}
+            )
     in_plan = set(plan.patients) if plan is not None else set()
     known = set(int(p) for p in known_patients)
     for m in PATIENT_CUE.finditer(text):
         ids = [int(x) for x in re.findall(r"\d+", m.group())]
         for pid in ids:
             if in_plan and pid not in in_plan:
-                findings.append({"rule": "out_of_plan_patient",
-                                 "message": f"mentions patient {pid}, who is outside the plan "
-                                            f"(patients {sorted(in_plan)})",
-                                 "span": [m.start(), m.end()], "text": m.group()})
+                findings.append(
+                    {
+                        "rule": "out_of_plan_patient",
+                        "message": f"mentions patient {pid}, who is outside the plan "
+                        f"(patients {sorted(in_plan)})",
+                        "span": [m.start(), m.end()],
+                        "text": m.group(),
+                    }
+                )
             elif not in_plan and known and pid not in known:
-                findings.append({"rule": "out_of_plan_patient",
-                                 "message": f"mentions patient {pid}, who is not in the knowledge base",
-                                 "span": [m.start(), m.end()], "text": m.group()})
+                findings.append(
+                    {
+                        "rule": "out_of_plan_patient",
+                        "message": f"mentions patient {pid}, who is not in the knowledge base",
+                        "span": [m.start(), m.end()],
+                        "text": m.group(),
+                    }
+                )
     return _dedupe(findings)
 
 
@@ -104,7 +148,8 @@ def _is_score_statement(text: str, m: re.Match[str]) -> bool:
     """'increase in the motor score', 'treatment' as part of 'treatment context' are not advice."""
     s = m.group().lower()
     return bool(re.search(r"\b(?:score|scores|points?|items?)\b", s)) and not re.search(
-        r"\b(?:mg|dose|levodopa|medication|drug)\b", s)
+        r"\b(?:mg|dose|levodopa|medication|drug)\b", s
+    )
 
 
 def _dedupe(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -124,13 +169,16 @@ def with_note(text: str) -> str:
     return text.rstrip() + "\n\n" + DECISION_SUPPORT_NOTE
 
 
-def screen_and_annotate(text: str, plan: Plan | None, known_patients: Sequence[int] = ()
-                        ) -> tuple[str, list[dict[str, Any]]]:
+def screen_and_annotate(
+    text: str, plan: Plan | None, known_patients: Sequence[int] = ()
+) -> tuple[str, list[dict[str, Any]]]:
     """(text with the decision-support note and, when findings exist, a visible flag line; findings)."""
     findings = screen(text, plan, known_patients)
     out = with_note(text)
     if findings:
         rules = sorted({f["rule"].replace("_", " ") for f in findings})
-        out += ("\n\nScreening flags (review before use): " + "; ".join(rules) + ". "
-                "Flagged statements are highlighted; they go beyond what the assessment data support.")
+        out += (
+            "\n\nScreening flags (review before use): " + "; ".join(rules) + ". "
+            "Flagged statements are highlighted; they go beyond what the assessment data support."
+        )
     return out, findings

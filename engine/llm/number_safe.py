@@ -220,8 +220,7 @@ class NumberSafeProcessor(LogitsProcessor):
         if m is None:
             nxt = self._next_states(numbers, state)
             ok = [
-                s is not None
-                and (remaining is None or numbers.chars_to_close(s) <= remaining - 1)
+                s is not None and (remaining is None or numbers.chars_to_close(s) <= remaining - 1)
                 for s in nxt
             ]
             if remaining is not None and not any(ok):  # cannot finish in time: best effort

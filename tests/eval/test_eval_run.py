@@ -17,8 +17,19 @@ from engine.metrics import hashing_embedder
 
 def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys):
     out = tmp_path / "eval"
-    rc = main(["eval", "--limit", "2", "--dataset", "synthetic", "--embedding", "hashing",
-               "--out", str(out)])
+    rc = main(
+        [
+            "eval",
+            "--limit",
+            "2",
+            "--dataset",
+            "synthetic",
+            "--embedding",
+            "hashing",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     doc = json.loads((out / "report.json").read_text())
     assert doc["meta"]["command"].startswith("marag eval --llm facts --dataset synthetic")
@@ -26,8 +37,16 @@ def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys):
     systems = {r["system"] for r in doc["records"]}
     assert systems == {"single_pass", "marag_unguarded", "product"}
     for r in doc["records"]:
-        for k in ("fact_precision", "hallucination_rate", "temporal_fidelity", "sbert_similarity",
-                  "claim_accuracy", "numbers_without_context", "llm_calls", "wall_s"):
+        for k in (
+            "fact_precision",
+            "hallucination_rate",
+            "temporal_fidelity",
+            "sbert_similarity",
+            "claim_accuracy",
+            "numbers_without_context",
+            "llm_calls",
+            "wall_s",
+        ):
             assert k in r
     md = (out / "report.md").read_text()
     assert "marag eval --llm facts" in md and "| synthetic | single_session | product |" in md
@@ -59,7 +78,21 @@ def test_product_removes_planted_errors_that_baselines_keep(tmp_path: Path):
     assert product_guarantee(dicts)["holds"]
     rows = aggregate(dicts)
     assert {r["system"] for r in rows} == {"single_pass", "marag_unguarded", "product"}
-    paths = write_report(tmp_path, {"title": "t", "command": "marag eval", "query_set": "v1",
-                                    "n_queries": 1, "llm": "fake", "model": "fake", "systems": ["a"],
-                                    "sbert_model": "hashing", "kb": "mem", "date": "d", "wall_s": 0.0}, dicts)
+    paths = write_report(
+        tmp_path,
+        {
+            "title": "t",
+            "command": "marag eval",
+            "query_set": "v1",
+            "n_queries": 1,
+            "llm": "fake",
+            "model": "fake",
+            "systems": ["a"],
+            "sbert_model": "hashing",
+            "kb": "mem",
+            "date": "d",
+            "wall_s": 0.0,
+        },
+        dicts,
+    )
     assert paths["md"].exists() and paths["html"].exists()

@@ -32,8 +32,10 @@ def test_query_set_covers_four_tasks_on_both_datasets():
 
 def test_bad_query_file_names_the_entry(tmp_path: Path):
     p = tmp_path / "q.json"
-    p.write_text('{"queries": [{"id": "x", "dataset": "synthetic", "query": "q", "task": "cohort", '
-                 '"plan": {"patients": [], "analysis": "trajectory"}}]}')
+    p.write_text(
+        '{"queries": [{"id": "x", "dataset": "synthetic", "query": "q", "task": "cohort", '
+        '"plan": {"patients": [], "analysis": "trajectory"}}]}'
+    )
     with pytest.raises(ValueError, match="query 0 \\(x\\).*task"):
         load_queries(p)
 

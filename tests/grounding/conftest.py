@@ -20,15 +20,37 @@ def build_ledger() -> list[FactValue]:
             out += [FactValue("date", float(x), p, v, date=d) for x in d.split("-")]
             for dom, table in (("motor", MOTOR), ("adl", ADL)):
                 s = table[p][v]
-                out.append(FactValue("score", s, p, v, dom, date=d, label=f"{dom} score, visit {v}"))
+                out.append(
+                    FactValue("score", s, p, v, dom, date=d, label=f"{dom} score, visit {v}")
+                )
                 if v > 1:
-                    out.append(FactValue("delta", s - table[p][v - 1], p, v, dom,
-                                         label=f"{dom} change from visit {v - 1}"))
-                    out.append(FactValue("cumulative", s - table[p][1], p, v, dom,
-                                         label=f"{dom} change from baseline"))
-            out.append(FactValue("item", GAIT[p][v], p, v, "motor", "NP3GAIT", d, label="item NP3GAIT"))
+                    out.append(
+                        FactValue(
+                            "delta",
+                            s - table[p][v - 1],
+                            p,
+                            v,
+                            dom,
+                            label=f"{dom} change from visit {v - 1}",
+                        )
+                    )
+                    out.append(
+                        FactValue(
+                            "cumulative",
+                            s - table[p][1],
+                            p,
+                            v,
+                            dom,
+                            label=f"{dom} change from baseline",
+                        )
+                    )
+            out.append(
+                FactValue("item", GAIT[p][v], p, v, "motor", "NP3GAIT", d, label="item NP3GAIT")
+            )
     out.append(FactValue("slope", 1.4, 5, domain="motor", tolerance=0.005, label="slope"))
-    out.append(FactValue("slope_year", 2.65, 5, domain="motor", tolerance=0.005, label="slope per year"))
+    out.append(
+        FactValue("slope_year", 2.65, 5, domain="motor", tolerance=0.005, label="slope per year")
+    )
     out.append(FactValue("threshold", 4.63, domain="motor", item="mcid_worsening"))
     out.append(FactValue("threshold", -3.25, domain="motor", item="mcid_improvement"))
     out.append(FactValue("count", 2, label="number of patients"))

@@ -8,12 +8,18 @@ from engine.grounding.claims import check_text, extract_claims
 from engine.grounding.numbers import extract_numbers, paper_tokens
 from engine.types import Plan
 
-GOOD = ("Patient 5, visit 3 (2021-05-20): motor 14, +2 from visit 2, +5 from baseline (worsened). "
-        "ADL 8 at visit 3, +2 from baseline.")
+GOOD = (
+    "Patient 5, visit 3 (2021-05-20): motor 14, +2 from visit 2, +5 from baseline (worsened). "
+    "ADL 8 at visit 3, +2 from baseline."
+)
 
 
 def values(text, ledger, plan=(5,)):
-    return [(c.text, c.status) for c in extract_claims(text, ledger, Plan(patients=plan)) if c.role == "value"]
+    return [
+        (c.text, c.status)
+        for c in extract_claims(text, ledger, Plan(patients=plan))
+        if c.role == "value"
+    ]
 
 
 def wrong(text, ledger, plan=(5, 8)):
@@ -23,15 +29,21 @@ def wrong(text, ledger, plan=(5, 8)):
 def test_numbers_tokenise_dates_signs_and_instrument_names():
     toks = extract_numbers("PDQ-8 on 2021-05-20: motor 14, -2.5 per visit, 28.13%, in March 2021.")
     assert [(t.text, t.kind) for t in toks] == [
-        ("2021-05-20", "date"), ("14", "number"), ("-2.5", "number"), ("28.13%", "percent"),
-        ("March 2021", "date")]
+        ("2021-05-20", "date"),
+        ("14", "number"),
+        ("-2.5", "number"),
+        ("28.13%", "percent"),
+        ("March 2021", "date"),
+    ]
     assert toks[2].signed and toks[2].value == -2.5
     assert paper_tokens("motor 14.0, +2, on 2021-05-20") == ["14", "2", "2021", "5", "20"]
 
 
 def test_correct_text_is_fully_supported(ledger):
     rep = check_text(GOOD, ledger, Plan(patients=(5,)))
-    assert all(c.status == "correct" for c in rep.claims), [c.to_dict() for c in rep.claims if not c.supported]
+    assert all(c.status == "correct" for c in rep.claims), [
+        c.to_dict() for c in rep.claims if not c.supported
+    ]
     assert rep.claim_accuracy == 1.0
     assert rep.temporal_fidelity == 1.0
     kinds = [(c.text, c.kind, c.visit, c.ref_visit) for c in rep.claims if c.role == "value"]
@@ -63,7 +75,9 @@ def test_wrong_direction_word_is_caught(ledger):
     # motor went from 9 to 14: an increase, i.e. a worsening
     bad = wrong("Patient 5's motor score improved by 5 points from baseline to visit 3.", ledger)
     assert [c.text for c in bad] == ["5"] and "improved" in bad[0].reason
-    assert not wrong("Patient 5's motor score worsened by 5 points from baseline to visit 3.", ledger)
+    assert not wrong(
+        "Patient 5's motor score worsened by 5 points from baseline to visit 3.", ledger
+    )
     assert wrong("Patient 5, visit 3: motor +5 from baseline (improved).", ledger)
     assert not wrong("Patient 8, visit 4: motor -5 from baseline (improved).", ledger)
 
@@ -91,7 +105,9 @@ def test_date_must_belong_to_the_visit(ledger):
 
 
 def test_slope_rounding_tolerance_and_thresholds(ledger):
-    ok = "Patient 5's motor slope was 1.4 points per visit (2.65 per year), against an MCID of 4.63."
+    ok = (
+        "Patient 5's motor slope was 1.4 points per visit (2.65 per year), against an MCID of 4.63."
+    )
     assert not wrong(ok, ledger)
     assert wrong("Patient 5's motor slope was 1.6 points per visit.", ledger)
     assert not wrong("Improvement needs at least the MCID of 3.25 on the motor scale.", ledger)
@@ -107,27 +123,37 @@ def test_scoping_patient_carries_in_paragraph_visit_and_domain_in_sentence(ledge
     # parentheses scope their cues
     claims = extract_claims("Patient 5, visit 3: motor 14 (ADL 8), +5 from baseline.", ledger, (5,))
     assert [(c.text, c.domain, c.status) for c in claims if c.role == "value"] == [
-        ("14", "motor", "correct"), ("8", "adl", "correct"), ("+5", "motor", "correct")]
+        ("14", "motor", "correct"),
+        ("8", "adl", "correct"),
+        ("+5", "motor", "correct"),
+    ]
 
 
 def test_numbers_without_context_fall_back_to_the_lenient_check(ledger):
     rep = check_text("Overall 14 and 99 were noted.", ledger)
     assert [(c.text, c.context, c.status) for c in rep.claims] == [
-        ("14", False, "lenient_supported"), ("99", False, "lenient_unsupported")]
+        ("14", False, "lenient_supported"),
+        ("99", False, "lenient_unsupported"),
+    ]
     assert rep.claim_accuracy == 1.0  # no claims with context
 
 
-@pytest.mark.parametrize("text", [
-    "Patient 5 motor: 14 at visit 3, 12 at visit 2, 9 at visit 1.",
-    "Patient 5, visit 3: motor 14. Patient 5, visit 2: motor 12.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Patient 5 motor: 14 at visit 3, 12 at visit 2, 9 at visit 1.",
+        "Patient 5, visit 3: motor 14. Patient 5, visit 2: motor 12.",
+    ],
+)
 def test_visit_order_violations(ledger, text):
     rep = check_text(text, ledger, (5,))
     assert rep.order_violations and rep.temporal_fidelity == 0.0
 
 
 def test_visits_in_order_within_each_domain_are_fine(ledger):
-    text = ("Patient 5's motor score went from 9 at visit 1 to 14 at visit 3, while ADL went from "
-            "6 at visit 1 to 8 at visit 3.")
+    text = (
+        "Patient 5's motor score went from 9 at visit 1 to 14 at visit 3, while ADL went from "
+        "6 at visit 1 to 8 at visit 3."
+    )
     rep = check_text(text, ledger, (5,))
     assert not rep.order_violations and rep.claim_accuracy == 1.0

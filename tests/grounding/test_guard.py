@@ -6,8 +6,10 @@ from __future__ import annotations
 from engine.grounding.guard import check_numbers, guard_text
 from engine.llm.base import FakeLLM, LLMRequest
 
-FACTS_TEXT = ("Patient 5, visit 2 (2021-03-15): motor 12, +3 from baseline (worsened). "
-              "Patient 5, visit 3 (2021-05-20): motor 14, +2 from visit 2, +5 from baseline (worsened).")
+FACTS_TEXT = (
+    "Patient 5, visit 2 (2021-03-15): motor 12, +3 from baseline (worsened). "
+    "Patient 5, visit 3 (2021-05-20): motor 14, +2 from visit 2, +5 from baseline (worsened)."
+)
 GOOD = "Patient 5's motor score rose from 9 at baseline to 14 at visit 3, a worsening of 5 points."
 WRONG_NUMBER = "Patient 5's motor score rose from 9 at baseline to 15 at visit 3."
 WRONG_ORDER = "Patient 5, visit 3: motor 14. Patient 5, visit 2: motor 12."
@@ -18,7 +20,9 @@ def run(llm: FakeLLM, first: str, ledger, max_rounds=2, plan=(5,)):
     def regenerate(critique: str) -> str:
         return llm.generate([LLMRequest(system="s", user="facts\n" + critique, agent="final")])[0]
 
-    return guard_text(first, ledger, regenerate, lambda: FACTS_TEXT, max_rounds=max_rounds, plan_patients=plan)
+    return guard_text(
+        first, ledger, regenerate, lambda: FACTS_TEXT, max_rounds=max_rounds, plan_patients=plan
+    )
 
 
 def test_facts_text_passes(ledger):

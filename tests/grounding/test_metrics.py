@@ -36,7 +36,10 @@ def test_fact_precision_and_hallucination_rate_by_hand():
 def test_temporal_fidelity_by_hand():
     assert metrics.temporal_fidelity("At visit 1 ... then visit 3 ... then visit 2.") == 0.0
     # mentions 1, 2, 2; "from visit 1" is a reference, not a mention
-    assert metrics.temporal_fidelity("Visit 1 was mild. Visit 2: +2 from visit 1. Visit 2 again.") == 1.0
+    assert (
+        metrics.temporal_fidelity("Visit 1 was mild. Visit 2: +2 from visit 1. Visit 2 again.")
+        == 1.0
+    )
     assert metrics.temporal_fidelity("No visits named.") == 1.0
     assert metrics.visit_mentions("visits 1-3 and the 4th visit") == [1, 3, 4]
 
@@ -59,8 +62,9 @@ def test_claim_accuracy_by_hand():
 
 def test_sbert_similarity_is_the_cosine_of_the_embeddings():
     vecs = {"a": np.array([1.0, 0.0]), "b": np.array([1.0, 1.0])}
-    assert metrics.sbert_similarity("a", "b", embed=lambda ts: [vecs[t] for t in ts]) == pytest.approx(
-        1 / math.sqrt(2))
+    assert metrics.sbert_similarity(
+        "a", "b", embed=lambda ts: [vecs[t] for t in ts]
+    ) == pytest.approx(1 / math.sqrt(2))
     h = metrics.hashing_embedder()
     assert metrics.sbert_similarity("motor 14", "motor 14", embed=h) == pytest.approx(1.0)
 
@@ -68,8 +72,10 @@ def test_sbert_similarity_is_the_cosine_of_the_embeddings():
 @pytest.mark.slow
 def test_sbert_similarity_with_real_minilm():
     emb = metrics.minilm_embedder()
-    close = metrics.sbert_similarity("Motor symptoms worsened over the visits.",
-                                     "The motor score got worse across visits.", emb)
-    far = metrics.sbert_similarity("Motor symptoms worsened over the visits.",
-                                   "The weather in Paris is sunny today.", emb)
+    close = metrics.sbert_similarity(
+        "Motor symptoms worsened over the visits.", "The motor score got worse across visits.", emb
+    )
+    far = metrics.sbert_similarity(
+        "Motor symptoms worsened over the visits.", "The weather in Paris is sunny today.", emb
+    )
     assert 0.5 < close <= 1.0 and far < close

@@ -345,3 +345,15 @@ def test_diff_falls_back_to_collection_scan_without_hash_index(tmp_path, base_se
 def test_unreachable_server_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="cannot reach the Chroma server at http://127.0.0.1:9"):
         kb_exists(tmp_path, chroma_url="http://127.0.0.1:9")
+
+
+def test_leftover_of_a_killed_build_is_removed_by_the_next_build(tmp_path, base_sessions):
+    first = build_kb(fresh(base_sessions), tmp_path, embedding="hashing")
+    (tmp_path / "gen-000099").mkdir()  # a build killed before its switch
+    (tmp_path / "gen-000099" / "chroma.sqlite3").write_bytes(b"partial")
+    assert open_kb(tmp_path, embedding="hashing").generation == first.generation
+    st = build_kb(
+        [x for x in fresh(base_sessions) if x.proj_id != 1], tmp_path, embedding="hashing"
+    )
+    assert sorted(p.name for p in tmp_path.glob("gen-*")) == [st.generation]
+    assert st.generation != "gen-000099"

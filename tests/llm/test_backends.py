@@ -106,8 +106,14 @@ class _Stub(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self._send({"object": "list", "data": [{"id": "stub-model", "object": "model",
-                                                    "created": 0, "owned_by": "test"}]})
+            self._send(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": "stub-model", "object": "model", "created": 0, "owned_by": "test"}
+                    ],
+                }
+            )
         else:
             self.send_error(404)
 
@@ -118,12 +124,22 @@ class _Stub(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Stub.requests.append(body)
         user = body["messages"][-1]["content"]
-        self._send({
-            "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": f" echo: {user} "}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        })
+        self._send(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": f" echo: {user} "},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
 
 
 @pytest.fixture

@@ -78,7 +78,9 @@ def test_batched_equals_sequential_greedy(llm) -> None:
             "Patient 3's motor score rose from 20 to 24 between visits 1 and 2. Describe it.",
             max_new_tokens=16,
         ),
-        LLMRequest("You are a concise assistant.", "What is Parkinson's disease?", max_new_tokens=12),
+        LLMRequest(
+            "You are a concise assistant.", "What is Parkinson's disease?", max_new_tokens=12
+        ),
     ]
     batched = llm.generate(reqs)
     sequential = [llm.generate([r])[0] for r in reqs]
@@ -121,7 +123,9 @@ def _disallowed(texts: list[str]) -> list[tuple[int, str]]:
 
 
 def test_number_safe_never_lets_a_disallowed_number_through(llm) -> None:
-    reqs = [LLMRequest(s, u, allowed_numbers=frozenset(a), max_new_tokens=48) for s, u, a in PROMPTS]
+    reqs = [
+        LLMRequest(s, u, allowed_numbers=frozenset(a), max_new_tokens=48) for s, u, a in PROMPTS
+    ]
     llm.number_safe = True
     try:
         constrained = llm.generate(reqs)
@@ -131,7 +135,8 @@ def test_number_safe_never_lets_a_disallowed_number_through(llm) -> None:
     finally:
         llm.number_safe = True
     assert stats_on["number_safe"] and stats_on["masked_steps"] > 0
-    assert sum(len(extract_numbers(t)) for t in constrained) >= 4, constrained  # it did write numbers
+    # it did write numbers, and none outside each prompt's allowed set
+    assert sum(len(extract_numbers(t)) for t in constrained) >= 4, constrained
     assert _disallowed(constrained) == [], constrained
     # the same prompts without the processor do produce disallowed numbers: the test can fail
     assert _disallowed(free), free

@@ -19,12 +19,14 @@ from engine.llm.number_safe import (
 
 # Multi-digit tokens, signs, '%', '.', date-like and decimal pieces, a space-prefixed number, and
 # an end-of-sequence marker (index 0 decodes to "" and stands for EOS / special tokens).
+# fmt: off
 VOCAB = [
     "", " ", "a", " motor", ",", ".", ". ", "..", "%", "-", "+", "\n",
     "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
     "14", "140", " 14", "20", "2021", "-03", "-3", "+2", "1.5", ".5", "5%", "3-", " 9.",
     "12", "99", " 7", "x9", "0.",
 ]
+# fmt: on
 
 
 def decode(ids: list[int]) -> str:
@@ -35,9 +37,8 @@ def decode(ids: list[int]) -> str:
 
 
 def test_extract_numbers_definition() -> None:
-    assert extract_numbers("motor 14, +2 from visit 2 (2021-03-15); 2.5% and 14.") == [
-        "14", "2", "2", "2021", "03", "15", "2.5", "14",
-    ]
+    got = extract_numbers("motor 14, +2 from visit 2 (2021-03-15); 2.5% and 14.")
+    assert got == ["14", "2", "2", "2021", "03", "15", "2.5", "14"]
     assert extract_numbers("1,200 and 2.5.3 and 1..2") == ["1", "200", "2.5", "3", "1", "2"]
 
 
