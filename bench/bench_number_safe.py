@@ -10,6 +10,7 @@ the facts fallback. KB: InMemoryKB over the shipped synthetic sample. Model: bun
 CPU, greedy, max_new_tokens from the flag (default 96; the paper uses 1,200).
 
 Usage: .venv/bin/python bench/bench_number_safe.py [--max-new-tokens 96] [--threads N] [--json F]
+       .venv/bin/python bench/bench_number_safe.py --overhead-only --threads 1   (processor cost)
 """
 
 from __future__ import annotations
@@ -31,22 +32,66 @@ QUERIES = [
 ]
 
 
+def processor_overhead(steps: int = 200, rows: int = 4) -> dict:
+    """The processor's own cost per decoding step on the real SmolLM2 vocabulary (random logits
+    with digits favoured, so numbers are attempted), minus the same loop without it."""
+    import torch
+
+    from engine.config import Config
+    from engine.llm.local import load_model
+    from engine.llm.number_safe import NumberSafeProcessor, vocab_index
+
+    tok = load_model(Config.load({"llm": "local", "device": "cpu"}, env={})).tokenizer
+    t0 = time.perf_counter()
+    idx = vocab_index(tok, len(tok))
+    index_s = time.perf_counter() - t0
+    allowed = [frozenset({"14", "9", "12", "5", "3", "2021-03-15", "+2", "33.5"})] * rows
+    digits = [i for i, s in enumerate(idx.token_skeleton) if s.isdigit()]
+
+    def loop(proc) -> float:
+        gen = torch.Generator().manual_seed(0)
+        ids = torch.full((rows, 10), 5)
+        t = time.perf_counter()
+        for _ in range(steps):
+            scores = torch.randn(rows, idx.size, generator=gen)
+            scores[:, digits] += 3
+            if proc is not None:
+                scores = proc(ids, scores)
+            ids = torch.cat([ids, scores.argmax(-1, keepdim=True)], 1)
+        return time.perf_counter() - t
+
+    with_p = loop(NumberSafeProcessor(idx, allowed, max_new_tokens=[steps] * rows))
+    without = loop(None)
+    return {
+        "vocab": idx.size,
+        "skeleton_groups": len(idx.groups),
+        "index_build_s": round(index_s, 2),
+        "rows": rows,
+        "ms_per_step": round((with_p - without) / steps * 1000, 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--overhead-only", action="store_true", help="only time the processor per step")
     args = ap.parse_args(argv)
 
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.overhead_only:
+        print(processor_overhead())
+        return 0
 
     from bench.bench_engine import build_kb
     from engine.config import Config
     from engine.llm.local import LocalLLM
     from engine.pipeline import Engine
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     kb = build_kb()
     out = {}
     for on in (True, False):

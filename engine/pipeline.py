@@ -53,8 +53,9 @@ COHORT_T_PATIENTS = 5  # patients of the ranking whose score rows the cohort-mod
 
 
 class Engine:
-    def __init__(self, cfg: Config, kb: KBReader, llm: LLM | None = None,
-                 contexts: Contexts | None = None):
+    def __init__(
+        self, cfg: Config, kb: KBReader, llm: LLM | None = None, contexts: Contexts | None = None
+    ):
         self.cfg = cfg
         self.kb = kb
         self.llm = llm
@@ -75,7 +76,8 @@ class Engine:
         else:
             plan, calls = parse_query(query), 0
             note = "rules planner: no LLM call" + (
-                " (planner=llm needs an LLM backend)" if self.cfg.planner == "llm" else "")
+                " (planner=llm needs an LLM backend)" if self.cfg.planner == "llm" else ""
+            )
         return check_patients(plan, self.kb.patient_ids()), calls, note
 
     def plan(self, query: str) -> Plan:
@@ -85,7 +87,9 @@ class Engine:
         """Plan (counting the planner call when no plan is given), then run."""
         if plan is not None:
             if not plan.query and query:
-                plan = Plan(plan.patients, plan.analysis, plan.instruments, plan.visit_filter, query)
+                plan = Plan(
+                    plan.patients, plan.analysis, plan.instruments, plan.visit_filter, query
+                )
             return self.run(plan, **kw)
         on_node: OnNode | None = kw.get("on_node")
         if on_node:
@@ -99,14 +103,29 @@ class Engine:
 
     # ---- running ----------------------------------------------------------------------------
 
-    def run(self, plan: Plan, *, on_node: OnNode | None = None, guard: bool = True,
-            _pre: list[TraceEntry] | None = None, _planner_calls: int = 0) -> Result:
+    def run(
+        self,
+        plan: Plan,
+        *,
+        on_node: OnNode | None = None,
+        guard: bool = True,
+        _pre: list[TraceEntry] | None = None,
+        _planner_calls: int = 0,
+    ) -> Result:
         known = self.kb.patient_ids()
         check_patients(plan, known)
         if not plan.patients:
-            plan = Plan(tuple(known), plan.analysis, plan.instruments, plan.visit_filter, plan.query)
-        st = State(query=plan.query, plan=plan, guard=guard, trace=list(_pre or []),
-                   llm_calls=_planner_calls, planner_calls=_planner_calls)
+            plan = Plan(
+                tuple(known), plan.analysis, plan.instruments, plan.visit_filter, plan.query
+            )
+        st = State(
+            query=plan.query,
+            plan=plan,
+            guard=guard,
+            trace=list(_pre or []),
+            llm_calls=_planner_calls,
+            planner_calls=_planner_calls,
+        )
 
         def node(name: str, fn: Callable[[], dict]) -> None:
             if on_node:
@@ -114,8 +133,9 @@ class Engine:
             t0, calls0 = time.perf_counter(), st.llm_calls
             changes = fn()
             st.update(changes)
-            st.trace.append(TraceEntry(name, round((time.perf_counter() - t0) * 1000, 3),
-                                       st.llm_calls - calls0))
+            st.trace.append(
+                TraceEntry(name, round((time.perf_counter() - t0) * 1000, 3), st.llm_calls - calls0)
+            )
             if on_node:
                 on_node(name, "done")
 
@@ -177,13 +197,19 @@ class Engine:
         rows = [r for rs in st.series.values() for r in rs]
         table_b = build_table_b(rows)
         b_text = render_table_b(table_b)
-        req = self._with_allowed(comparison_request(st.query, table_b, self.contexts.combined, st.notes), b_text)
+        req = self._with_allowed(
+            comparison_request(st.query, table_b, self.contexts.combined, st.notes), b_text
+        )
         fallback = facts_text.comparison_text(st.series, st.plan.patients)
         text = fallback if self.llm is None else self._generate(st, [req])[0]
         summary = self._guarded(st, "comparison", req, text, fallback)
         o = b_text + "\n\n" + summary
-        return {"table_b": table_b, "narratives": {**st.narratives, "comparison": o}, "upstream": o,
-                "prompts": {**st.prompts, "comparison": _prompt_text(req)}}
+        return {
+            "table_b": table_b,
+            "narratives": {**st.narratives, "comparison": o},
+            "upstream": o,
+            "prompts": {**st.prompts, "comparison": _prompt_text(req)},
+        }
 
     def _cohort(self, st: State) -> dict:
         cohort = compute_cohort(st.facts, st.query, st.plan.instruments)
@@ -193,39 +219,66 @@ class Engine:
         fallback = facts_text.cohort_text(cohort)
         text = fallback if self.llm is None else self._generate(st, [req])[0]
         g = self._guarded(st, "cohort", req, text, fallback)
-        return {"cohort": cohort, "narratives": {**st.narratives, "cohort": g}, "upstream": g,
-                "prompts": {**st.prompts, "cohort": _prompt_text(req)}}
+        return {
+            "cohort": cohort,
+            "narratives": {**st.narratives, "cohort": g},
+            "upstream": g,
+            "prompts": {**st.prompts, "cohort": _prompt_text(req)},
+        }
 
     def _final(self, st: State) -> dict:
-        flags = {"incongruence": incongruence_flags(st.facts, self.contexts),
-                 "red_flags": red_flags(st.facts, self.contexts)}
-        mode = dispatch_mode(st.plan.analysis, cohort=st.cohort is not None, comparison=bool(st.table_b),
-                             domain_narratives=any(d in st.narratives for d in DOMAINS))
-        fallback = facts_text.final_text(mode, series=st.series, facts=st.facts, patients=st.plan.patients,
-                                         flags=flags, cohort=st.cohort)
+        flags = {
+            "incongruence": incongruence_flags(st.facts, self.contexts),
+            "red_flags": red_flags(st.facts, self.contexts),
+        }
+        mode = dispatch_mode(
+            st.plan.analysis,
+            cohort=st.cohort is not None,
+            comparison=bool(st.table_b),
+            domain_narratives=any(d in st.narratives for d in DOMAINS),
+        )
+        fallback = facts_text.final_text(
+            mode,
+            series=st.series,
+            facts=st.facts,
+            patients=st.plan.patients,
+            flags=flags,
+            cohort=st.cohort,
+        )
         rows = [r for rs in st.series.values() for r in rs]
         shown_flags = flags
         if st.cohort is not None:
             # cohort mode: T for the top-ranked patients only (a 44-patient T would not fit a small
             # model's context); the whole ranking and the cohort statistics are in the upstream G
-            top = {x["patient"] for x in st.cohort["ranking"][:COHORT_T_PATIENTS]} | set(st.cohort["ties"])
+            top = {x["patient"] for x in st.cohort["ranking"][:COHORT_T_PATIENTS]} | set(
+                st.cohort["ties"]
+            )
             rows = [r for r in rows if r.patient in top]
             shown_flags = {k: [x for x in v if x["patient"] in top] for k, v in flags.items()}
         rows.sort(key=lambda r: (r.patient, r.visit, DOMAINS.index(r.domain)))
         table_text = render_series_table(rows)
         flags_txt = render_flags(shown_flags)
-        req = final_request(st.query, mode, st.upstream, table_text, flags_txt, self.contexts.combined)
+        req = final_request(
+            st.query, mode, st.upstream, table_text, flags_txt, self.contexts.combined
+        )
         req = self._with_allowed(req, table_text, flags_txt, st.upstream if st.cohort else "")
         text = fallback if self.llm is None else self._generate(st, [req])[0]
         summary = self._guarded(st, "final", req, text, fallback)
         summary, screening = self._screen(summary, st)
-        return {"flags": flags, "mode": mode, "summary": summary,
-                "prompts": {**st.prompts, "final": _prompt_text(req)}, "screening": screening}
+        return {
+            "flags": flags,
+            "mode": mode,
+            "summary": summary,
+            "prompts": {**st.prompts, "final": _prompt_text(req)},
+            "screening": screening,
+        }
 
     # ---- helpers ----------------------------------------------------------------------------
 
     def _with_allowed(self, req: LLMRequest, *fact_texts: str) -> LLMRequest:
-        return LLMRequest(req.system, req.user, req.agent, allowed_numbers(*fact_texts), req.max_new_tokens)
+        return LLMRequest(
+            req.system, req.user, req.agent, allowed_numbers(*fact_texts), req.max_new_tokens
+        )
 
     def _generate(self, st: State, reqs: list[LLMRequest]) -> list[str]:
         assert self.llm is not None
@@ -239,8 +292,9 @@ class Engine:
         """Run the grounding guard on one agent's text and keep its record."""
         if self.llm is None or not st.guard:
             # facts backend / unguarded baseline: measure the text, never replace it
-            res = guard_text(text, st.ledger, None, lambda: text, max_rounds=0,
-                             plan_patients=st.plan.patients)
+            res = guard_text(
+                text, st.ledger, None, lambda: text, max_rounds=0, plan_patients=st.plan.patients
+            )
             rec = dict(res.record)
             rec["fallback_used"] = False
             rec["guarded"] = False
@@ -248,12 +302,26 @@ class Engine:
             return text
 
         def regenerate(critique: str) -> str:
-            again = LLMRequest(req.system, req.user + "\n\nCritique of your previous answer: " + critique
-                               + "\nRewrite the answer.", req.agent, req.allowed_numbers, req.max_new_tokens)
+            again = LLMRequest(
+                req.system,
+                req.user
+                + "\n\nCritique of your previous answer: "
+                + critique
+                + "\nRewrite the answer.",
+                req.agent,
+                req.allowed_numbers,
+                req.max_new_tokens,
+            )
             return self._generate(st, [again])[0]
 
-        res = guard_text(text, st.ledger, regenerate, lambda: fallback,
-                         max_rounds=self.cfg.grounding_rounds, plan_patients=st.plan.patients)
+        res = guard_text(
+            text,
+            st.ledger,
+            regenerate,
+            lambda: fallback,
+            max_rounds=self.cfg.grounding_rounds,
+            plan_patients=st.plan.patients,
+        )
         rec = dict(res.record)
         rec["guarded"] = True
         st.guard_records[agent] = rec
@@ -270,10 +338,20 @@ class Engine:
 
     def _result(self, st: State) -> Result:
         return Result(
-            plan=st.plan, facts=st.facts, table_b=st.table_b, cohort=st.cohort, flags=st.flags,
-            narratives=st.narratives, prompts=st.prompts, summary=st.summary,
-            verification=aggregate_verification(st), screening=st.screening, ledger=st.ledger,
-            llm_calls=st.llm_calls, trace=st.trace, backend=self.backend,
+            plan=st.plan,
+            facts=st.facts,
+            table_b=st.table_b,
+            cohort=st.cohort,
+            flags=st.flags,
+            narratives=st.narratives,
+            prompts=st.prompts,
+            summary=st.summary,
+            verification=aggregate_verification(st),
+            screening=st.screening,
+            ledger=st.ledger,
+            llm_calls=st.llm_calls,
+            trace=st.trace,
+            backend=self.backend,
         )
 
 
@@ -311,11 +389,17 @@ def aggregate_verification(st: State) -> dict[str, Any]:
         "temporal_fidelity_scoped": tf_scoped,
         "rounds": rounds,
         "fallback_used": any(r.get("fallback_used") for r in recs.values()),
+        "summary_passed": bool(recs.get("final", {}).get("passed", not unsupported)),
         "fallback_agents": [a for a, r in recs.items() if r.get("fallback_used")],
         "guarded": any(r.get("guarded") for r in recs.values()),
         "mode": st.mode,
         "notes": st.notes,
-        "call_counts": {"planner": st.planner_calls, "agents": agent_calls, "final": final_calls,
-                        "regenerations": rounds, "total": st.llm_calls},
+        "call_counts": {
+            "planner": st.planner_calls,
+            "agents": agent_calls,
+            "final": final_calls,
+            "regenerations": rounds,
+            "total": st.llm_calls,
+        },
         "per_agent": recs,
     }

@@ -125,7 +125,9 @@ def load_profile(name: str) -> Profile:
             raise ValueError(f"{path}: item {i.code} names unknown domain {i.domain!r}")
     known = {"name", "instrument", "title", "source", "domains", "items"}
     extra = {k: v for k, v in raw.items() if k not in known}
-    return Profile(raw["name"], raw["instrument"], raw["title"], raw["source"], domains, items, extra)
+    return Profile(
+        raw["name"], raw["instrument"], raw["title"], raw["source"], domains, items, extra
+    )
 
 
 def profile_names() -> list[str]:

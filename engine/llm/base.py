@@ -17,8 +17,12 @@ from typing import Protocol
 class LLMRequest:
     system: str
     user: str
-    agent: str = ""  # which node asked: planner, motor, adl, nonmotor, qol, comparison, cohort, final, ...
-    allowed_numbers: frozenset[str] | None = None  # number-safe decoding: numbers the text may contain
+    agent: str = (
+        ""  # which node asked: planner, motor, adl, nonmotor, qol, comparison, cohort, final, ...
+    )
+    allowed_numbers: frozenset[str] | None = (
+        None  # number-safe decoding: numbers the text may contain
+    )
     max_new_tokens: int | None = None  # None = the backend's configured default
 
 

@@ -12,19 +12,30 @@ from engine.grounding.guard import check_numbers
 from engine.pipeline import Engine
 from engine.types import Plan
 
-COHORT_QUERIES = ("Which patient has the highest UPDRS score?", "lowest motor score", "average ADL",
-                  "who progressed fastest on motor", "most stable non-motor",
-                  "most improved quality of life")
+COHORT_QUERIES = (
+    "Which patient has the highest UPDRS score?",
+    "lowest motor score",
+    "average ADL",
+    "who progressed fastest on motor",
+    "most stable non-motor",
+    "most improved quality of life",
+)
 
 
 def plans(pids: list[int]) -> list[Plan]:
     out: list[Plan] = []
     for p in pids[:4]:
-        out += [Plan((p,), "trajectory"), Plan((p,), "single_session", visit_filter="baseline"),
-                Plan((p,), "single_session", visit_filter="latest_visit"),
-                Plan((p,), "trajectory", ("updrs",), "first_2_visits")]
-    out += [Plan(tuple(pids[:2]), "comparison"), Plan(tuple(pids[2:5]), "comparison", ("updrs",)),
-            Plan(tuple(pids[:2]), "comparison", visit_filter="baseline_vs_latest")]
+        out += [
+            Plan((p,), "trajectory"),
+            Plan((p,), "single_session", visit_filter="baseline"),
+            Plan((p,), "single_session", visit_filter="latest_visit"),
+            Plan((p,), "trajectory", ("updrs",), "first_2_visits"),
+        ]
+    out += [
+        Plan(tuple(pids[:2]), "comparison"),
+        Plan(tuple(pids[2:5]), "comparison", ("updrs",)),
+        Plan(tuple(pids[:2]), "comparison", visit_filter="baseline_vs_latest"),
+    ]
     out += [Plan((), "cohort", query=q) for q in COHORT_QUERIES]
     return out
 
