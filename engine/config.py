@@ -32,6 +32,7 @@ class Config:
     model_cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "marag" / "models")
     load_in_4bit: bool = False  # bitsandbytes nf4, CUDA only
     device: str = "auto"  # auto | cpu | cuda
+    torch_threads: int = 0  # CPU threads for local generation; 0 = torch's default
     openai_base_url: str | None = None
     openai_model: str = "default"
     openai_api_key: str = "not-needed"

@@ -276,9 +276,9 @@ class Engine:
     # ---- helpers ----------------------------------------------------------------------------
 
     def _with_allowed(self, req: LLMRequest, *fact_texts: str) -> LLMRequest:
-        return LLMRequest(
-            req.system, req.user, req.agent, allowed_numbers(*fact_texts), req.max_new_tokens
-        )
+        # instrument names carry digits the model must be able to write ("PDQ-8")
+        allowed = allowed_numbers(*fact_texts, "PDQ-8")
+        return LLMRequest(req.system, req.user, req.agent, allowed, req.max_new_tokens)
 
     def _generate(self, st: State, reqs: list[LLMRequest]) -> list[str]:
         assert self.llm is not None

@@ -161,6 +161,10 @@ class LocalLLM:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
+        if cfg.torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(cfg.torch_threads)
         self._loaded = load_model(cfg)
         self.number_safe = cfg.number_safe_effective
         self.calls = 0
@@ -204,6 +208,19 @@ class LocalLLM:
             padding=True,
             add_special_tokens=False,
         ).to(model.device)
+        prompt_len = enc["input_ids"].shape[1]
+        window = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+        if window:
+            room = window - prompt_len
+            if room < 16:
+                raise ValueError(
+                    f"prompt of {prompt_len} tokens leaves no room in the model's "
+                    f"{window}-token context; use a model with a longer context"
+                )
+            # never generate past the context window (the paper's 1,200 tokens can overflow a
+            # long cohort prompt on an 8k-context model)
+            limits = [min(x, room) for x in limits]
+            max_new = max(limits)
         processors = LogitsProcessorList()
         ns: NumberSafeProcessor | None = None
         if self.number_safe and any(r.allowed_numbers is not None for r in requests):
@@ -229,7 +246,6 @@ class LocalLLM:
                 pad_token_id=tok.pad_token_id,
             )
             dt = time.perf_counter() - t0
-        prompt_len = enc["input_ids"].shape[1]
         texts, n_tokens = [], 0
         for i, limit in enumerate(limits):
             ids = out[i, prompt_len:][:limit].tolist()
