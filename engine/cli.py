@@ -18,39 +18,70 @@ class UsageError(Exception):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kb-dir", dest="kb_dir", default=None, help="knowledge-base directory (MARAG_KB_DIR)")
-    p.add_argument("--chroma-url", dest="chroma_url", default=None, help="use a Chroma server (MARAG_CHROMA_URL)")
-    p.add_argument("--embedding", choices=["minilm", "hashing"], default=None, help="embedding model (MARAG_EMBEDDING)")
+    p.add_argument(
+        "--kb-dir", dest="kb_dir", default=None, help="knowledge-base directory (MARAG_KB_DIR)"
+    )
+    p.add_argument(
+        "--chroma-url",
+        dest="chroma_url",
+        default=None,
+        help="use a Chroma server (MARAG_CHROMA_URL)",
+    )
+    p.add_argument(
+        "--embedding",
+        choices=["minilm", "hashing"],
+        default=None,
+        help="embedding model (MARAG_EMBEDDING)",
+    )
 
 
 def _llm_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm", choices=["facts", "local", "openai"], default=None, help="LLM backend (MARAG_LLM)")
+    p.add_argument(
+        "--llm", choices=["facts", "local", "openai"], default=None, help="LLM backend (MARAG_LLM)"
+    )
     p.add_argument("--model", default=None, help="local model directory or GGUF file (MARAG_MODEL)")
     p.add_argument("--openai-base-url", dest="openai_base_url", default=None)
     p.add_argument("--openai-model", dest="openai_model", default=None)
-    p.add_argument("--number-safe", dest="number_safe", choices=["on", "off"], default=None,
-                   help="constrain local decoding to the prompt's allowed numbers (default: on for local)")
+    p.add_argument(
+        "--number-safe",
+        dest="number_safe",
+        choices=["on", "off"],
+        default=None,
+        help="constrain local decoding to the prompt's allowed numbers (default: on for local)",
+    )
     p.add_argument("--planner", choices=["rules", "llm"], default=None)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="marag", description="Grounded MA-RAG summaries of Parkinson's assessments")
+    ap = argparse.ArgumentParser(
+        prog="marag", description="Grounded MA-RAG summaries of Parkinson's assessments"
+    )
     sub = ap.add_subparsers(dest="command", required=True)
 
-    kb = sub.add_parser("kb", help="knowledge base: synthesize, build, report").add_subparsers(dest="kb_command", required=True)
+    kb = sub.add_parser("kb", help="knowledge base: synthesize, build, report").add_subparsers(
+        dest="kb_command", required=True
+    )
     synth = kb.add_parser("synth", help="write a seeded synthetic cohort CSV")
     synth.add_argument("--patients", type=int, default=44)
     synth.add_argument("--visits", type=int, default=4)
     synth.add_argument("--seed", type=int, default=7)
     synth.add_argument("--out", required=True)
     build = kb.add_parser("build", help="build or update the persistent KB")
-    build.add_argument("--source", action="append", default=None,
-                       help="'synthetic' (the shipped default sample) or a CSV file / folder; repeatable")
+    build.add_argument(
+        "--source",
+        action="append",
+        default=None,
+        help="'synthetic' (the shipped default sample) or a CSV file / folder; repeatable",
+    )
     build.add_argument("--format", choices=["auto", "generic", "marag", "ppmi"], default="auto")
-    build.add_argument("--if-missing", action="store_true", help="do nothing when a KB already exists")
+    build.add_argument(
+        "--if-missing", action="store_true", help="do nothing when a KB already exists"
+    )
     build.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
     _common(build)
-    report = kb.add_parser("report", help="print the validation report for sources without building")
+    report = kb.add_parser(
+        "report", help="print the validation report for sources without building"
+    )
     report.add_argument("--source", action="append", default=None)
     report.add_argument("--format", choices=["auto", "generic", "marag", "ppmi"], default="auto")
     report.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
@@ -65,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="run the whole pipeline")
     ask.add_argument("query", nargs="?", default="")
     ask.add_argument("--patients", default=None, help="comma-separated proj ids, e.g. 3,8")
-    ask.add_argument("--analysis", choices=["trajectory", "comparison", "cohort", "single_session"], default=None)
+    ask.add_argument(
+        "--analysis", choices=["trajectory", "comparison", "cohort", "single_session"], default=None
+    )
     ask.add_argument("--instruments", default=None, help="updrs,pdq8")
     ask.add_argument("--visits", default=None, help="visit filter, e.g. baseline, last_3_visits")
     ask.add_argument("--json", action="store_true")
@@ -76,16 +109,29 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", default="eval-out")
     ev.add_argument("--queries", default=None, help="query set JSON (default: the shipped set)")
     ev.add_argument("--dataset", choices=["synthetic", "marag", "both"], default="both")
-    ev.add_argument("--marag-dir", dest="marag_dir", default=None, help="folder with the MA-RAG study CSVs")
-    ev.add_argument("--limit", type=int, default=None, help="run only the first N queries per dataset")
+    ev.add_argument(
+        "--marag-dir", dest="marag_dir", default=None, help="folder with the MA-RAG study CSVs"
+    )
+    ev.add_argument(
+        "--limit", type=int, default=None, help="run only the first N queries per dataset"
+    )
     ev.add_argument("--systems", default="single_pass,marag_unguarded,product")
     _llm_flags(ev)
     ev.add_argument("--embedding", choices=["minilm", "hashing"], default=None)
     return ap
 
 
-CONFIG_KEYS = ("kb_dir", "chroma_url", "embedding", "llm", "model", "openai_base_url", "openai_model",
-               "planner", "visit_window_days")
+CONFIG_KEYS = (
+    "kb_dir",
+    "chroma_url",
+    "embedding",
+    "llm",
+    "model",
+    "openai_base_url",
+    "openai_model",
+    "planner",
+    "visit_window_days",
+)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:

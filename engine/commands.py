@@ -60,8 +60,10 @@ def plan(args: argparse.Namespace, cfg: Config) -> int:
         print(json.dumps(d))
     else:
         pats = ", ".join(map(str, d["patients"])) or "all patients in the knowledge base"
-        print(f"patients:     {pats}\nanalysis:     {d['analysis']}\n"
-              f"instruments:  {', '.join(d['instruments'])}\nvisit filter: {d['visit_filter']}")
+        print(
+            f"patients:     {pats}\nanalysis:     {d['analysis']}\n"
+            f"instruments:  {', '.join(d['instruments'])}\nvisit filter: {d['visit_filter']}"
+        )
         if known is None:
             print("(no knowledge base found: patient ids not checked)", file=sys.stderr)
     return 0
@@ -90,7 +92,9 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
 
     query = getattr(args, "query", "") or ""
     engine = open_engine(cfg)
-    overrides = any(getattr(args, k, None) for k in ("patients", "analysis", "instruments", "visits"))
+    overrides = any(
+        getattr(args, k, None) for k in ("patients", "analysis", "instruments", "visits")
+    )
     if not query and not overrides:
         raise ValueError("ask needs a QUERY or plan flags (--patients, --analysis, ...)")
     if overrides:
@@ -110,13 +114,19 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
     if flags.get("incongruence") or flags.get("red_flags"):
         print("\nFlags:")
         for r in flags.get("incongruence", []):
-            print(f"  incongruence: patient {r['patient']}, visit {r['visit']}: {r['domain']} = "
-                  f"{r['values'][r['domain']]:g} while {r['elevated_domain']} = "
-                  f"{r['values'][r['elevated_domain']]:g} (cut-off {r['cutoff']:g})")
+            print(
+                f"  incongruence: patient {r['patient']}, visit {r['visit']}: {r['domain']} = "
+                f"{r['values'][r['domain']]:g} while {r['elevated_domain']} = "
+                f"{r['values'][r['elevated_domain']]:g} (cut-off {r['cutoff']:g})"
+            )
         for r in flags.get("red_flags", []):
-            print(f"  red flag: patient {r['patient']}, visit {r['visit']}: {r['item']} "
-                  f"({r['item_label']}) = {r['value']:g} >= {r['threshold']:g} [{r['source']}]")
+            print(
+                f"  red flag: patient {r['patient']}, visit {r['visit']}: {r['item']} "
+                f"({r['item_label']}) = {r['value']:g} >= {r['threshold']:g} [{r['source']}]"
+            )
     v = result.verification
-    print(f"\n[{result.backend}; {result.llm_calls} LLM call(s); numbers checked {v.get('numbers', 0)}, "
-          f"unsupported {len(v.get('unsupported', []))}, fallback used: {v.get('fallback_used')}]")
+    print(
+        f"\n[{result.backend}; {result.llm_calls} LLM call(s); numbers checked {v.get('numbers', 0)}, "
+        f"unsupported {len(v.get('unsupported', []))}, fallback used: {v.get('fallback_used')}]"
+    )
     return 0

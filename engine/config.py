@@ -29,7 +29,9 @@ class Config:
     embedding: str = "minilm"  # minilm (all-MiniLM-L6-v2 from package files) | hashing (tests)
     llm: str = "facts"  # facts | local | openai
     model: str | None = None  # local HF model dir or GGUF file; None = bundled SmolLM2-135M GGUF
-    model_cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "marag" / "models")
+    model_cache_dir: Path = field(
+        default_factory=lambda: Path.home() / ".cache" / "marag" / "models"
+    )
     load_in_4bit: bool = False  # bitsandbytes nf4, CUDA only
     device: str = "auto"  # auto | cpu | cuda
     torch_threads: int = 0  # CPU threads for local generation; 0 = torch's default
@@ -46,7 +48,9 @@ class Config:
     contexts_dir: Path = REPO_ROOT / "contexts"
 
     @classmethod
-    def load(cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Config:
+    def load(
+        cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    ) -> Config:
         """Build from defaults, then MARAG_<FIELD> variables, then non-None `overrides`."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
@@ -64,9 +68,13 @@ class Config:
         if self.llm not in LLM_CHOICES:
             raise ValueError(f"llm must be one of {', '.join(LLM_CHOICES)}, got {self.llm!r}")
         if self.embedding not in EMBEDDING_CHOICES:
-            raise ValueError(f"embedding must be one of {', '.join(EMBEDDING_CHOICES)}, got {self.embedding!r}")
+            raise ValueError(
+                f"embedding must be one of {', '.join(EMBEDDING_CHOICES)}, got {self.embedding!r}"
+            )
         if self.planner not in PLANNER_CHOICES:
-            raise ValueError(f"planner must be one of {', '.join(PLANNER_CHOICES)}, got {self.planner!r}")
+            raise ValueError(
+                f"planner must be one of {', '.join(PLANNER_CHOICES)}, got {self.planner!r}"
+            )
         if self.llm == "openai" and not self.openai_base_url:
             raise ValueError("llm=openai needs MARAG_OPENAI_BASE_URL (or --openai-base-url)")
         if self.grounding_rounds < 0 or self.max_new_tokens < 1:
@@ -98,7 +106,11 @@ def _coerce(cfg: Config, name: str, value: Any) -> Any:
 
 def offline_environment() -> dict[str, str]:
     """Variables that keep Hugging Face libraries off the network; applied by model loaders."""
-    return {"HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def apply_offline_environment() -> None:

@@ -132,8 +132,13 @@ def load_contexts(directory: str | Path) -> Contexts:
             for i, b in enumerate(bands):
                 bw = f"{where}.domains.{dom}[{i}]"
                 mx = _need(b, "max", bw)
-                out.append(Band(_need(b, "level", bw, str), _num(_need(b, "min", bw), bw),
-                                None if mx is None else _num(mx, bw)))
+                out.append(
+                    Band(
+                        _need(b, "level", bw, str),
+                        _num(_need(b, "min", bw), bw),
+                        None if mx is None else _num(mx, bw),
+                    )
+                )
             severity[prof][dom] = tuple(out)
 
     mcid: dict[str, dict[str, Mcid | None]] = {}
@@ -168,8 +173,25 @@ def load_contexts(directory: str | Path) -> Contexts:
     for i, r in enumerate(_need(raw, "red_flags", w, list)):
         rw = f"{w}: red_flags[{i}]"
         items = {k: tuple(v) for k, v in _need(r, "items", rw, dict).items()}
-        flags.append(RedFlagRule(_need(r, "id", rw, str), _need(r, "label", rw, str),
-                                 _num(_need(r, "min", rw), rw), items, _need(r, "why", rw, str),
-                                 _need(r, "source", rw, str)))
-    return Contexts(texts, severity, severity_source, mcid, mcid_note, moderate, moderate_source,
-                    _need(inc, "rule", f"{w}: incongruence", str), tuple(flags), directory)
+        flags.append(
+            RedFlagRule(
+                _need(r, "id", rw, str),
+                _need(r, "label", rw, str),
+                _num(_need(r, "min", rw), rw),
+                items,
+                _need(r, "why", rw, str),
+                _need(r, "source", rw, str),
+            )
+        )
+    return Contexts(
+        texts,
+        severity,
+        severity_source,
+        mcid,
+        mcid_note,
+        moderate,
+        moderate_source,
+        _need(inc, "rule", f"{w}: incongruence", str),
+        tuple(flags),
+        directory,
+    )

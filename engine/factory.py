@@ -13,8 +13,9 @@ from engine.pipeline import Engine
 def open_kb(cfg: Config):
     from kb_store.chroma_kb import open_kb as _open_kb
 
-    return _open_kb(cfg.kb_dir, embedding=cfg.embedding, collection=cfg.collection,
-                    chroma_url=cfg.chroma_url)
+    return _open_kb(
+        cfg.kb_dir, embedding=cfg.embedding, collection=cfg.collection, chroma_url=cfg.chroma_url
+    )
 
 
 def open_llm(cfg: Config):

@@ -31,7 +31,9 @@ def _visit_sentence(r: SeriesRow) -> str:
     return f"visit {r.visit} ({r.date}{base}): {score_phrase(r)}" + (f", {ch}" if ch else "") + "."
 
 
-def domain_text(domain: str, rows: Sequence[SeriesRow], ctx: Contexts, notes: Sequence[str] = ()) -> str:
+def domain_text(
+    domain: str, rows: Sequence[SeriesRow], ctx: Contexts, notes: Sequence[str] = ()
+) -> str:
     """N_d for one domain: every visit of every patient, with change from the previous visit and
     from the reference (baseline) visit."""
     if not rows:
@@ -48,14 +50,20 @@ def domain_text(domain: str, rows: Sequence[SeriesRow], ctx: Contexts, notes: Se
     tail = []
     for prof in sorted(profiles):
         if ctx.mcid_for(prof, domain) is None:
-            tail.append(f"No verified minimal clinically important difference exists for the {word} "
-                        "scale, so changes are reported by direction only.")
+            tail.append(
+                f"No verified minimal clinically important difference exists for the {word} "
+                "scale, so changes are reported by direction only."
+            )
         elif ctx.mcid[prof][domain].basis != "published":  # type: ignore[union-attr]
-            tail.append(f"The {word} MCID is a reference value borrowed from the MDS-UPDRS "
-                        "(not validated on this scale).")
+            tail.append(
+                f"The {word} MCID is a reference value borrowed from the MDS-UPDRS "
+                "(not validated on this scale)."
+            )
         if not ctx.severity.get(prof, {}).get(domain) and domain != "qol":
-            tail.append(f"No published severity cut-offs apply to the {word} domain of this scale, "
-                        "so no severity level is given.")
+            tail.append(
+                f"No published severity cut-offs apply to the {word} domain of this scale, "
+                "so no severity level is given."
+            )
     return f"{_cap(word)}: " + "\n".join(paras) + ("\n" + " ".join(tail) if tail else "")
 
 
@@ -71,24 +79,36 @@ def comparison_text(series: Series, patients: Sequence[int]) -> str:
                 continue
             first, last = rs[0], rs[-1]
             if first is last:
-                parts.append(f"patient {p} has one selected visit, visit {first.visit} ({first.date}), "
-                             f"{fmt(first.score)}")
+                parts.append(
+                    f"patient {p} has one selected visit, visit {first.visit} ({first.date}), "
+                    f"{fmt(first.score)}"
+                )
                 continue
             c = last.cumulative
             latest_label.setdefault(dom, {})[p] = c.label if c else "n/a"
-            parts.append(f"patient {p} went from {fmt(first.score)} at visit {first.visit} ({first.date}) "
-                         f"to {fmt(last.score)} at visit {last.visit} ({last.date}), "
-                         f"{change_phrase(last).split(', ')[-1]}")
+            parts.append(
+                f"patient {p} went from {fmt(first.score)} at visit {first.visit} ({first.date}) "
+                f"to {fmt(last.score)} at visit {last.visit} ({last.date}), "
+                f"{change_phrase(last).split(', ')[-1]}"
+            )
         if parts:
             paras.append(f"{_cap(DOMAIN_WORDS[dom])}: " + "; ".join(parts) + ".")
     disc = []
     for dom, labels in latest_label.items():
         if len(set(labels.values())) > 1:
-            disc.append(f"{DOMAIN_WORDS[dom]} (" + ", ".join(f"patient {p} {lab}" for p, lab in labels.items()) + ")")
+            disc.append(
+                f"{DOMAIN_WORDS[dom]} ("
+                + ", ".join(f"patient {p} {lab}" for p, lab in labels.items())
+                + ")"
+            )
     if disc:
-        paras.append("Discordance between patients over the selected visits: " + "; ".join(disc) + ".")
+        paras.append(
+            "Discordance between patients over the selected visits: " + "; ".join(disc) + "."
+        )
     elif latest_label:
-        paras.append("No discordance: the patients' overall changes carry the same label in every domain.")
+        paras.append(
+            "No discordance: the patients' overall changes carry the same label in every domain."
+        )
     return "\n\n".join(paras)
 
 
@@ -116,21 +136,34 @@ def _progress_line(rs: Sequence[SeriesRow]) -> str:
     word = DOMAIN_WORDS[first.domain]
     if first is last:
         return f"{word}: only visit {first.visit} ({first.date}) selected, {score_phrase(first)}"
-    start = (f"baseline (visit 1, {first.date}) {fmt(first.score)}" if first.visit == 1
-             else f"visit {first.visit} ({first.date}) {fmt(first.score)}")
+    start = (
+        f"baseline (visit 1, {first.date}) {fmt(first.score)}"
+        if first.visit == 1
+        else f"visit {first.visit} ({first.date}) {fmt(first.score)}"
+    )
     c = last.cumulative
-    return (f"{word}: {start}; visit {last.visit} ({last.date}) {fmt(last.score)}, "
-            f"{change_phrase(last).split(', ')[-1]}" if c else f"{word}: visit {last.visit} {fmt(last.score)}")
+    return (
+        f"{word}: {start}; visit {last.visit} ({last.date}) {fmt(last.score)}, "
+        f"{change_phrase(last).split(', ')[-1]}"
+        if c
+        else f"{word}: visit {last.visit} {fmt(last.score)}"
+    )
 
 
-def trajectory_text(series: Series, patients: Sequence[int], flags: Mapping[str, Sequence[dict]]) -> str:
+def trajectory_text(
+    series: Series, patients: Sequence[int], flags: Mapping[str, Sequence[dict]]
+) -> str:
     paras = []
     for p in patients:
         lines = [_progress_line(series.get((p, d), [])) for d in DOMAINS]
         lines = [ln for ln in lines if ln]
         if lines:
             anchored = any(r.visit == 1 for d in DOMAINS for r in series.get((p, d), []))
-            head = "anchored to baseline" if anchored else "over the selected visits (baseline not selected)"
+            head = (
+                "anchored to baseline"
+                if anchored
+                else "over the selected visits (baseline not selected)"
+            )
             paras.append(f"Progression for patient {p}, {head}: " + "; ".join(lines) + ".")
     # cross-domain patterns
     for p in patients:
@@ -143,13 +176,18 @@ def trajectory_text(series: Series, patients: Sequence[int], flags: Mapping[str,
             key = c.label + (" (direction only)" if c.mcid is None else "")
             groups.setdefault(key, []).append(DOMAIN_WORDS[d])
         if groups:
-            paras.append(f"Cross-domain pattern for patient {p}: " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in groups.items()) + ".")
+            paras.append(
+                f"Cross-domain pattern for patient {p}: "
+                + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
+                + "."
+            )
     paras.append(_monitor_paragraph(series, patients, flags))
     return "\n\n".join(paras)
 
 
-def _monitor_paragraph(series: Series, patients: Sequence[int], flags: Mapping[str, Sequence[dict]]) -> str:
+def _monitor_paragraph(
+    series: Series, patients: Sequence[int], flags: Mapping[str, Sequence[dict]]
+) -> str:
     watch = []
     for p in patients:
         for d in DOMAINS:
@@ -158,14 +196,21 @@ def _monitor_paragraph(series: Series, patients: Sequence[int], flags: Mapping[s
                 continue
             last = scored[-1]
             why = []
-            if last.cumulative is not None and last.cumulative.label == "worsened" and last.cumulative.mcid is not None:
+            if (
+                last.cumulative is not None
+                and last.cumulative.label == "worsened"
+                and last.cumulative.mcid is not None
+            ):
                 why.append(f"worsened {last.cumulative.significance} since {last.ref_word}")
             if last.severity in ("moderate", "severe"):
                 why.append(f"{last.severity} at visit {last.visit}")
             if why:
                 watch.append(f"patient {p} {DOMAIN_WORDS[d]} ({'; '.join(why)})")
-    out = "Domains to monitor most closely: " + ("; ".join(watch) + "." if watch else
-                                                   "none worsened beyond its MCID or reached a moderate level.")
+    out = "Domains to monitor most closely: " + (
+        "; ".join(watch) + "."
+        if watch
+        else "none worsened beyond its MCID or reached a moderate level."
+    )
     return out + "\n\n" + flags_text(flags)
 
 
@@ -174,47 +219,82 @@ def flags_text(flags: Mapping[str, Sequence[dict]]) -> str:
     red = flags.get("red_flags", [])
     parts = []
     if inc:
-        parts.append("Possible incongruence to verify: " + "; ".join(
-            f"patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} "
-            f"{fmt(r['values'][r['domain']])} while {DOMAIN_WORDS[r['elevated_domain']]} (moderate cut-off "
-            f"{fmt(r['cutoff'])}) is {fmt(r['values'][r['elevated_domain']])}" for r in inc) + ".")
+        parts.append(
+            "Possible incongruence to verify: "
+            + "; ".join(
+                f"patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} "
+                f"{fmt(r['values'][r['domain']])} while {DOMAIN_WORDS[r['elevated_domain']]} (moderate cut-off "
+                f"{fmt(r['cutoff'])}) is {fmt(r['values'][r['elevated_domain']])}"
+                for r in inc
+            )
+            + "."
+        )
     if red:
-        parts.append("Red-flag items: " + "; ".join(
-            f"patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} item {r['item_label']} "
-            f"{fmt(r['value'])} "
-            f"(at or above {fmt(r['threshold'])}: {r['why']})" for r in red) + ".")
+        parts.append(
+            "Red-flag items: "
+            + "; ".join(
+                f"patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} item {r['item_label']} "
+                f"{fmt(r['value'])} "
+                f"(at or above {fmt(r['threshold'])}: {r['why']})"
+                for r in red
+            )
+            + "."
+        )
     # separate paragraphs: visits restart in each list (the grounding check orders visits per paragraph)
     return "\n\n".join(parts) if parts else "No incongruence or red-flag items were found."
 
 
-def single_session_text(series: Series, facts: Sequence[Fact], patients: Sequence[int],
-                        flags: Mapping[str, Sequence[dict]]) -> str:
+def single_session_text(
+    series: Series,
+    facts: Sequence[Fact],
+    patients: Sequence[int],
+    flags: Mapping[str, Sequence[dict]],
+) -> str:
     paras = []
     for p in patients:
         rows = [r for d in DOMAINS for r in series.get((p, d), [])]
         for v in sorted({r.visit for r in rows}):
             rs = [r for r in rows if r.visit == v]
             base = ", baseline" if v == 1 else ""
-            paras.append(f"Patient {p}, visit {v} ({rs[0].date}{base}): " +
-                         ", ".join(score_phrase(r) for r in rs) + ".")
+            paras.append(
+                f"Patient {p}, visit {v} ({rs[0].date}{base}): "
+                + ", ".join(score_phrase(r) for r in rs)
+                + "."
+            )
             high = []
             for f in facts:
                 if f.patient == p and f.visit == v:
                     prof = load_profile(f.profile)
-                    top = [f"{prof.item(c).label} {fmt(x)}" for c, x in f.items.items()
-                           if x is not None and x >= NOTABLE_ITEM_LEVEL]
+                    top = [
+                        f"{prof.item(c).label} {fmt(x)}"
+                        for c, x in f.items.items()
+                        if x is not None and x >= NOTABLE_ITEM_LEVEL
+                    ]
                     if top:
-                        level = "answered often or always" if f.domain == "qol" else "rated moderate or worse"
-                        high.append(f"{_cap(DOMAIN_WORDS[f.domain])} items {level} at "
-                                    f"visit {v}: " + ", ".join(top) + ".")
+                        level = (
+                            "answered often or always"
+                            if f.domain == "qol"
+                            else "rated moderate or worse"
+                        )
+                        high.append(
+                            f"{_cap(DOMAIN_WORDS[f.domain])} items {level} at "
+                            f"visit {v}: " + ", ".join(top) + "."
+                        )
             if high:
                 paras.append(" ".join(high))
     paras.append(flags_text(flags))
     return "\n\n".join(paras)
 
 
-def final_text(mode: str, *, series: Series, facts: Sequence[Fact], patients: Sequence[int],
-               flags: Mapping[str, Sequence[dict]], cohort: Mapping[str, Any] | None = None) -> str:
+def final_text(
+    mode: str,
+    *,
+    series: Series,
+    facts: Sequence[Fact],
+    patients: Sequence[int],
+    flags: Mapping[str, Sequence[dict]],
+    cohort: Mapping[str, Any] | None = None,
+) -> str:
     """The final summary in the structure of the synthesis mode."""
     if mode == "cohort" and cohort is not None:
         c = cohort
@@ -222,8 +302,10 @@ def final_text(mode: str, *, series: Series, facts: Sequence[Fact], patients: Se
             head = f"Cohort finding: the {c['label']} is {value_text(c)} across {c['n_patients']} patients."
         else:
             at = f" at visit {c['visit']}" if c.get("visit") else ""
-            head = (f"Cohort finding: patient {c['patient']} has the {c['label']}, {value_text(c)}{at}, "
-                    f"rank 1 of {len(c['ranking'])} patients ranked.")
+            head = (
+                f"Cohort finding: patient {c['patient']} has the {c['label']}, {value_text(c)}{at}, "
+                f"rank 1 of {len(c['ranking'])} patients ranked."
+            )
             if c["ties"]:
                 head += f" Tied at rank 1: patients {', '.join(map(str, c['ties']))}."
         _, ranking = render_cohort_facts(dict(c), top_n=5)

@@ -26,8 +26,18 @@ def _date_parts(patient: int, visit: int, date: str, source: str) -> list[FactVa
         d = dt.date.fromisoformat(date)
     except ValueError:
         return []
-    return [FactValue("date", float(x), patient, visit, date=date, label=f"{lab} of visit {visit} date",
-                      source=source) for lab, x in (("year", d.year), ("month", d.month), ("day", d.day))]
+    return [
+        FactValue(
+            "date",
+            float(x),
+            patient,
+            visit,
+            date=date,
+            label=f"{lab} of visit {visit} date",
+            source=source,
+        )
+        for lab, x in (("year", d.year), ("month", d.month), ("day", d.day))
+    ]
 
 
 def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
@@ -35,23 +45,74 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
     seen_visits: set[tuple[int, int]] = set()
     for f in facts:
         if f.score is not None:
-            out.append(FactValue("score", f.score, f.patient, f.visit, f.domain, date=f.date,
-                                 label=f"{f.domain} score, patient {f.patient}, visit {f.visit}", source=f.doc_id))
+            out.append(
+                FactValue(
+                    "score",
+                    f.score,
+                    f.patient,
+                    f.visit,
+                    f.domain,
+                    date=f.date,
+                    label=f"{f.domain} score, patient {f.patient}, visit {f.visit}",
+                    source=f.doc_id,
+                )
+            )
             if f.profile == "pdq8" and f.domain == "qol":
-                out.append(FactValue("pdq8_si", round(f.score / 32 * 100, 2), f.patient, f.visit, f.domain,
-                                     date=f.date, label="PDQ-8 summary index", tolerance=ROUND_TOL,
-                                     source=f.doc_id))
+                out.append(
+                    FactValue(
+                        "pdq8_si",
+                        round(f.score / 32 * 100, 2),
+                        f.patient,
+                        f.visit,
+                        f.domain,
+                        date=f.date,
+                        label="PDQ-8 summary index",
+                        tolerance=ROUND_TOL,
+                        source=f.doc_id,
+                    )
+                )
         for code, x in f.items.items():
             if x is not None:
-                out.append(FactValue("item", float(x), f.patient, f.visit, f.domain, code, f.date,
-                                     label=f"item {code}", source=f.doc_id))
+                out.append(
+                    FactValue(
+                        "item",
+                        float(x),
+                        f.patient,
+                        f.visit,
+                        f.domain,
+                        code,
+                        f.date,
+                        label=f"item {code}",
+                        source=f.doc_id,
+                    )
+                )
         if f.missing:
-            out.append(FactValue("count", float(f.missing), f.patient, f.visit, f.domain, "missing_items",
-                                 f.date, label="items missing from the domain score", source=f.doc_id))
+            out.append(
+                FactValue(
+                    "count",
+                    float(f.missing),
+                    f.patient,
+                    f.visit,
+                    f.domain,
+                    "missing_items",
+                    f.date,
+                    label="items missing from the domain score",
+                    source=f.doc_id,
+                )
+            )
         if (f.patient, f.visit) not in seen_visits:
             seen_visits.add((f.patient, f.visit))
-            out.append(FactValue("visit", float(f.visit), f.patient, f.visit, date=f.date,
-                                 label="visit index", source=f.doc_id))
+            out.append(
+                FactValue(
+                    "visit",
+                    float(f.visit),
+                    f.patient,
+                    f.visit,
+                    date=f.date,
+                    label="visit index",
+                    source=f.doc_id,
+                )
+            )
             out += _date_parts(f.patient, f.visit, f.date, f.doc_id)
     return out
 
@@ -61,21 +122,45 @@ def series_values(series: Mapping[tuple[int, str], Sequence[SeriesRow]]) -> list
     for rows in series.values():
         for r in rows:
             if r.delta is not None:
-                out.append(FactValue("delta", r.delta.value, r.patient, r.visit, r.domain, date=r.date,
-                                     label=f"change from visit {r.prev_visit}", source="computed"))
+                out.append(
+                    FactValue(
+                        "delta",
+                        r.delta.value,
+                        r.patient,
+                        r.visit,
+                        r.domain,
+                        date=r.date,
+                        label=f"change from visit {r.prev_visit}",
+                        source="computed",
+                    )
+                )
             if r.cumulative is not None:
-                out.append(FactValue("cumulative", r.cumulative.value, r.patient, r.visit, r.domain,
-                                     date=r.date, label=f"change from {r.ref_word}", source="computed"))
+                out.append(
+                    FactValue(
+                        "cumulative",
+                        r.cumulative.value,
+                        r.patient,
+                        r.visit,
+                        r.domain,
+                        date=r.date,
+                        label=f"change from {r.ref_word}",
+                        source="computed",
+                    )
+                )
     return out
 
 
 def count_values(facts: Sequence[Fact]) -> list[FactValue]:
     out: list[FactValue] = []
     patients = sorted({f.patient for f in facts})
-    out.append(FactValue("count", float(len(patients)), label="number of patients", source="computed"))
+    out.append(
+        FactValue("count", float(len(patients)), label="number of patients", source="computed")
+    )
     for p in patients:
         n = len({f.visit for f in facts if f.patient == p})
-        out.append(FactValue("count", float(n), p, label="number of visits selected", source="computed"))
+        out.append(
+            FactValue("count", float(n), p, label="number of visits selected", source="computed")
+        )
     return out
 
 
@@ -85,35 +170,123 @@ def cohort_values(cohort: Mapping[str, Any] | None) -> list[FactValue]:
     out: list[FactValue] = []
     for s in cohort.get("slopes", []):
         if s["slope"] is not None:
-            out.append(FactValue("slope", s["slope"], s["patient"], domain=s["domain"], tolerance=ROUND_TOL,
-                                 label="least-squares slope, points per visit", source="computed"))
+            out.append(
+                FactValue(
+                    "slope",
+                    s["slope"],
+                    s["patient"],
+                    domain=s["domain"],
+                    tolerance=ROUND_TOL,
+                    label="least-squares slope, points per visit",
+                    source="computed",
+                )
+            )
         if s["slope_year"] is not None:
-            out.append(FactValue("slope_year", s["slope_year"], s["patient"], domain=s["domain"],
-                                 tolerance=ROUND_TOL, label="least-squares slope, points per year",
-                                 source="computed"))
-        out.append(FactValue("count", float(s["n_visits"]), s["patient"], domain=s["domain"],
-                             label="visits in the slope", source="computed"))
+            out.append(
+                FactValue(
+                    "slope_year",
+                    s["slope_year"],
+                    s["patient"],
+                    domain=s["domain"],
+                    tolerance=ROUND_TOL,
+                    label="least-squares slope, points per year",
+                    source="computed",
+                )
+            )
+        out.append(
+            FactValue(
+                "count",
+                float(s["n_visits"]),
+                s["patient"],
+                domain=s["domain"],
+                label="visits in the slope",
+                source="computed",
+            )
+        )
     for dom, st in cohort.get("domain_stats", {}).items():
-        out.append(FactValue("max", st["max"], domain=dom, label="cohort maximum at latest visit", source="computed"))
-        out.append(FactValue("min", st["min"], domain=dom, label="cohort minimum at latest visit", source="computed"))
-        out.append(FactValue("mean", st["mean"], domain=dom, tolerance=ROUND_TOL,
-                             label="cohort mean at latest visit", source="computed"))
-        out.append(FactValue("count", float(st["n_patients"]), domain=dom, label="patients with a score",
-                             source="computed"))
+        out.append(
+            FactValue(
+                "max",
+                st["max"],
+                domain=dom,
+                label="cohort maximum at latest visit",
+                source="computed",
+            )
+        )
+        out.append(
+            FactValue(
+                "min",
+                st["min"],
+                domain=dom,
+                label="cohort minimum at latest visit",
+                source="computed",
+            )
+        )
+        out.append(
+            FactValue(
+                "mean",
+                st["mean"],
+                domain=dom,
+                tolerance=ROUND_TOL,
+                label="cohort mean at latest visit",
+                source="computed",
+            )
+        )
+        out.append(
+            FactValue(
+                "count",
+                float(st["n_patients"]),
+                domain=dom,
+                label="patients with a score",
+                source="computed",
+            )
+        )
     for key in ("ranking", "pdq8_ranking"):
         rows = cohort.get(key) or []
         dom = cohort["domain"] if key == "ranking" else "qol"
         for r in rows:
-            out.append(FactValue("rank", float(r["rank"]), r["patient"], r.get("visit"), dom,
-                                 label=f"rank in {key}", source="computed"))
+            out.append(
+                FactValue(
+                    "rank",
+                    float(r["rank"]),
+                    r["patient"],
+                    r.get("visit"),
+                    dom,
+                    label=f"rank in {key}",
+                    source="computed",
+                )
+            )
             if dom == "total" and r.get("visit") is not None:
-                out.append(FactValue("score", r["value"], r["patient"], r["visit"], "total",
-                                     date=r.get("date"), label="total UPDRS burden (Parts I+II+III)",
-                                     source="computed"))
+                out.append(
+                    FactValue(
+                        "score",
+                        r["value"],
+                        r["patient"],
+                        r["visit"],
+                        "total",
+                        date=r.get("date"),
+                        label="total UPDRS burden (Parts I+II+III)",
+                        source="computed",
+                    )
+                )
         if rows:
-            out.append(FactValue("count", float(len(rows)), domain=dom, label="patients ranked", source="computed"))
-    out.append(FactValue("count", float(cohort.get("n_patients", 0)), label="patients in the cohort",
-                         source="computed"))
+            out.append(
+                FactValue(
+                    "count",
+                    float(len(rows)),
+                    domain=dom,
+                    label="patients ranked",
+                    source="computed",
+                )
+            )
+    out.append(
+        FactValue(
+            "count",
+            float(cohort.get("n_patients", 0)),
+            label="patients in the cohort",
+            source="computed",
+        )
+    )
     return out
 
 
@@ -124,29 +297,69 @@ def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
         m = ctx.mcid_for(prof, dom)
         if m is not None:
             for name, v in (("mcid_improvement", m.improvement), ("mcid_worsening", m.worsening)):
-                out.append(FactValue("threshold", v, domain=dom, item=name, label=f"{prof} {name}",
-                                     source="contexts/thresholds.json"))
+                out.append(
+                    FactValue(
+                        "threshold",
+                        v,
+                        domain=dom,
+                        item=name,
+                        label=f"{prof} {name}",
+                        source="contexts/thresholds.json",
+                    )
+                )
         for b in ctx.severity.get(prof, {}).get(dom, ()):
             for v in (b.min, b.max):
                 if v is not None:
-                    out.append(FactValue("threshold", v, domain=dom, item=f"severity_{b.level}",
-                                         label=f"{prof} {b.level} band bound", source="contexts/thresholds.json"))
+                    out.append(
+                        FactValue(
+                            "threshold",
+                            v,
+                            domain=dom,
+                            item=f"severity_{b.level}",
+                            label=f"{prof} {b.level} band bound",
+                            source="contexts/thresholds.json",
+                        )
+                    )
         cut = ctx.moderate_cutoff(prof, dom)
         if cut is not None:
-            out.append(FactValue("threshold", cut, domain=dom, item="moderate_cutoff",
-                                 label=f"{prof} moderate cut-off", source="contexts/thresholds.json"))
+            out.append(
+                FactValue(
+                    "threshold",
+                    cut,
+                    domain=dom,
+                    item="moderate_cutoff",
+                    label=f"{prof} moderate cut-off",
+                    source="contexts/thresholds.json",
+                )
+            )
     profiles = {p for p, _ in pairs}
     for rule in ctx.red_flags:
         if profiles & set(rule.items):
-            out.append(FactValue("threshold", rule.min, item=f"red_flag_{rule.id}", label=rule.label,
-                                 source="contexts/thresholds.json"))
+            out.append(
+                FactValue(
+                    "threshold",
+                    rule.min,
+                    item=f"red_flag_{rule.id}",
+                    label=rule.label,
+                    source="contexts/thresholds.json",
+                )
+            )
     return out
 
 
-def build_ledger(facts: Sequence[Fact], series: Mapping[tuple[int, str], Sequence[SeriesRow]],
-                 ctx: Contexts, cohort: Mapping[str, Any] | None = None) -> list[FactValue]:
-    return (fact_values(facts) + series_values(series) + count_values(facts) + cohort_values(cohort)
-            + threshold_values(facts, ctx))
+def build_ledger(
+    facts: Sequence[Fact],
+    series: Mapping[tuple[int, str], Sequence[SeriesRow]],
+    ctx: Contexts,
+    cohort: Mapping[str, Any] | None = None,
+) -> list[FactValue]:
+    return (
+        fact_values(facts)
+        + series_values(series)
+        + count_values(facts)
+        + cohort_values(cohort)
+        + threshold_values(facts, ctx)
+    )
 
 
 def allowed_numbers(*texts: str) -> frozenset[str]:

@@ -24,9 +24,26 @@ class UnknownPatientError(ValueError):
 
 
 WORD_NUMBERS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
-    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
 }
 _NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
 _SEP = r"\s*(?:,|and|&|or|vs\.?|versus|/)\s*(?:(?:proj(?:ect)?[\s_-]*ids?|patients?|pts?|ids?)\s*)?#?\s*"
@@ -35,16 +52,25 @@ PATIENT_RE = re.compile(
     r"(\d+(?:" + _SEP + r"\d+)*)\b",
     re.I,
 )
-ALL_PATIENTS_RE = re.compile(r"\b(all|every|each)\s+(patients?|participants?|subjects?)\b|\bcohort\b", re.I)
-WHICH_PATIENT_RE = re.compile(r"\b(which|what|who)\s+(patients?|participants?|subjects?|one)\b|\bwho\b", re.I)
+ALL_PATIENTS_RE = re.compile(
+    r"\b(all|every|each)\s+(patients?|participants?|subjects?)\b|\bcohort\b", re.I
+)
+WHICH_PATIENT_RE = re.compile(
+    r"\b(which|what|who)\s+(patients?|participants?|subjects?|one)\b|\bwho\b", re.I
+)
 COHORT_WORDS_RE = re.compile(
     r"\b(highest|worst|lowest|best|fastest|slowest|most\s+stable|least\s+stable|stablest|average|"
     r"mean|rank|ranking|top|most\s+improved|greatest|largest|smallest)\b",
     re.I,
 )
-COMPARE_RE = re.compile(r"\b(compare|comparison|comparing|versus|vs\.?|between|contrast|differ\w*)\b", re.I)
-UPDRS_RE = re.compile(r"\b(updrs|mds-updrs|motor|adl|activities of daily living|daily living|"
-                      r"non-?\s?motor|part\s+(i{1,3}|[123]))\b", re.I)
+COMPARE_RE = re.compile(
+    r"\b(compare|comparison|comparing|versus|vs\.?|between|contrast|differ\w*)\b", re.I
+)
+UPDRS_RE = re.compile(
+    r"\b(updrs|mds-updrs|motor|adl|activities of daily living|daily living|"
+    r"non-?\s?motor|part\s+(i{1,3}|[123]))\b",
+    re.I,
+)
 PDQ_RE = re.compile(r"\b(pdq-?\s?8?|quality\s+of\s+life|qol)\b", re.I)
 
 #: The paper's safe default when the planner output cannot be parsed.
@@ -67,10 +93,18 @@ def parse_patients(query: str) -> tuple[int, ...]:
 
 def parse_visit_filter(query: str) -> str:
     q = query.lower()
-    if re.search(r"\b(baseline|first\s+visit)\b.{0,20}\b(vs\.?|versus|and|to|against|compared\s+(with|to))\b"
-                 r".{0,20}\b(latest|last|most\s+recent|current|final)\b", q):
+    if re.search(
+        r"\b(baseline|first\s+visit)\b.{0,20}\b(vs\.?|versus|and|to|against|compared\s+(with|to))\b"
+        r".{0,20}\b(latest|last|most\s+recent|current|final)\b",
+        q,
+    ):
         return "baseline_vs_latest"
-    m = re.search(r"\b(first|last|latest|most\s+recent|final)\s+" + _NUM + r"\s+(visits|sessions|assessments)\b", q)
+    m = re.search(
+        r"\b(first|last|latest|most\s+recent|final)\s+"
+        + _NUM
+        + r"\s+(visits|sessions|assessments)\b",
+        q,
+    )
     if m:
         n = _n(m.group(2))
         kind = "first" if m.group(1) == "first" else "last"
@@ -78,16 +112,23 @@ def parse_visit_filter(query: str) -> str:
     m = re.search(r"\b(visit|session|assessment)\s*(?:number\s*|no\.?\s*|#\s*)?(\d+)\b", q)
     if m:
         return f"visit_{int(m.group(2))}"
-    m = re.search(r"\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))\s+"
-                  r"(visit|session|assessment)\b", q)
+    m = re.search(
+        r"\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))\s+"
+        r"(visit|session|assessment)\b",
+        q,
+    )
     if m:
         tok = m.group(1)
         n = int(re.sub(r"\D", "", tok)) if tok[0].isdigit() else WORD_NUMBERS[tok]
         return f"visit_{n}"
-    if re.search(r"\b(baseline|first\s+(visit|session|assessment)|initial\s+(visit|assessment))\b", q):
+    if re.search(
+        r"\b(baseline|first\s+(visit|session|assessment)|initial\s+(visit|assessment))\b", q
+    ):
         return "baseline"
-    if re.search(r"\b(latest|last|most\s+recent|current|final)\s*(visit|session|assessment|status|score)?\b", q) \
-            and not re.search(r"\blast\s+(month|year|week)", q):
+    if re.search(
+        r"\b(latest|last|most\s+recent|current|final)\s*(visit|session|assessment|status|score)?\b",
+        q,
+    ) and not re.search(r"\blast\s+(month|year|week)", q):
         return "latest_visit"
     return "none"
 
@@ -156,9 +197,13 @@ def format_ids(ids: Sequence[int]) -> str:
 
 # ---- optional LLM planner ------------------------------------------------------------------
 
-_ANALYSIS_ALIASES = {"single-session": "single_session", "single session": "single_session",
-                     "singlesession": "single_session", "session": "single_session",
-                     "longitudinal": "trajectory"}
+_ANALYSIS_ALIASES = {
+    "single-session": "single_session",
+    "single session": "single_session",
+    "singlesession": "single_session",
+    "session": "single_session",
+    "longitudinal": "trajectory",
+}
 
 
 def parse_planner_output(text: str) -> dict | None:
@@ -170,7 +215,12 @@ def parse_planner_output(text: str) -> dict | None:
         raw = json.loads(m.group())
     except json.JSONDecodeError:
         return None
-    if not isinstance(raw, dict) or not {"patients", "analysis", "instruments", "visit_filter"} <= set(raw):
+    if not isinstance(raw, dict) or not {
+        "patients",
+        "analysis",
+        "instruments",
+        "visit_filter",
+    } <= set(raw):
         return None
     analysis = str(raw["analysis"]).strip().lower()
     analysis = _ANALYSIS_ALIASES.get(analysis, analysis.replace("-", "_"))
@@ -184,25 +234,42 @@ def parse_planner_output(text: str) -> dict | None:
     pats = raw["patients"]
     if pats in ("all", None):
         pats = []
-    if not isinstance(pats, list) or not all(isinstance(p, int | str) and str(p).isdigit() for p in pats):
+    if not isinstance(pats, list) or not all(
+        isinstance(p, int | str) and str(p).isdigit() for p in pats
+    ):
         return None
     if analysis not in ANALYSES or not inst or any(i not in INSTRUMENTS for i in inst):
         return None
     if not VISIT_FILTER_RE.match(vf):
         return None
-    return {"patients": [int(p) for p in pats], "analysis": analysis, "instruments": tuple(inst),
-            "visit_filter": vf}
+    return {
+        "patients": [int(p) for p in pats],
+        "analysis": analysis,
+        "instruments": tuple(inst),
+        "visit_filter": vf,
+    }
 
 
 def plan_with_llm(query: str, llm: LLM) -> tuple[Plan, str, bool]:
     """One planner LLM call. Returns (plan, raw output, used_default). Patients always come from
     the rules (ids written in the query); the model chooses analysis, instruments and filter."""
     prompt = load_prompt("planner")
-    req = LLMRequest(system=prompt["system"], user=prompt["user"].format(query=query),
-                     agent="planner", allowed_numbers=None, max_new_tokens=200)
+    req = LLMRequest(
+        system=prompt["system"],
+        user=prompt["user"].format(query=query),
+        agent="planner",
+        allowed_numbers=None,
+        max_new_tokens=200,
+    )
     raw = llm.generate([req])[0]
     rule_patients = parse_patients(query)
     parsed = parse_planner_output(raw)
     if parsed is None:
         return Plan(rule_patients, query=query, **SAFE_DEFAULT), raw, True
-    return Plan(rule_patients, parsed["analysis"], parsed["instruments"], parsed["visit_filter"], query), raw, False
+    return (
+        Plan(
+            rule_patients, parsed["analysis"], parsed["instruments"], parsed["visit_filter"], query
+        ),
+        raw,
+        False,
+    )

@@ -43,14 +43,21 @@ def facts_from_doc(doc: KBDoc) -> list[Fact]:
             continue
         codes = [i.code for i in prof.items_of(dom)]
         score = m.get(f"score_{dom}")
-        out.append(Fact(
-            patient=int(m["proj_id"]), visit=int(m["visit"]), date=str(m["date"]),
-            instrument=str(m["instrument"]), domain=dom,
-            score=None if score is None else float(score),
-            items={c: items_all.get(c) for c in codes}, doc_id=doc.id,
-            missing=int(m.get(f"missing_{dom}", 0)), profile=str(m["profile"]),
-            condition=str(m.get("condition", "") or ""),
-        ))
+        out.append(
+            Fact(
+                patient=int(m["proj_id"]),
+                visit=int(m["visit"]),
+                date=str(m["date"]),
+                instrument=str(m["instrument"]),
+                domain=dom,
+                score=None if score is None else float(score),
+                items={c: items_all.get(c) for c in codes},
+                doc_id=doc.id,
+                missing=int(m.get(f"missing_{dom}", 0)),
+                profile=str(m["profile"]),
+                condition=str(m.get("condition", "") or ""),
+            )
+        )
     return out
 
 
@@ -74,12 +81,18 @@ def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], 
     m = re.fullmatch(r"visit_(\d+)", visit_filter)
     if m:
         n = int(m.group(1))
-        return ([n], None) if n in vs else ([], f"no visit {n} (visits on record: {', '.join(map(str, vs))})")
+        return (
+            ([n], None)
+            if n in vs
+            else ([], f"no visit {n} (visits on record: {', '.join(map(str, vs))})")
+        )
     m = re.fullmatch(r"(first|last)_(\d+)_visits", visit_filter)
     if m:
         n = int(m.group(2))
         kept = vs[:n] if m.group(1) == "first" else vs[-n:]
-        note = None if len(vs) >= n else f"only {len(vs)} visit(s) on record, fewer than the {n} asked"
+        note = (
+            None if len(vs) >= n else f"only {len(vs)} visit(s) on record, fewer than the {n} asked"
+        )
         return kept, note
     raise ValueError(f"unknown visit filter {visit_filter!r}")
 
@@ -104,7 +117,9 @@ def retrieve_node(plan: Plan, kb: KBReader) -> dict:
             else:
                 rows.extend(fs)
         if not rows:
-            notes.append(f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base.")
+            notes.append(
+                f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base."
+            )
             continue
         kept, note = select_visits([f.visit for f in rows], plan.visit_filter)
         if note:
@@ -112,13 +127,22 @@ def retrieve_node(plan: Plan, kb: KBReader) -> dict:
         facts.extend(f for f in rows if f.visit in kept)
     if on_facts:
         n = len({(f.patient, f.visit) for f in on_facts})
-        notes.append(f"{n} ON-medication exam session(s) kept apart: ON and OFF exams are not comparable "
-                     "and are never averaged; the analysis uses OFF/untreated exams.")
+        notes.append(
+            f"{n} ON-medication exam session(s) kept apart: ON and OFF exams are not comparable "
+            "and are never averaged; the analysis uses OFF/untreated exams."
+        )
     if not facts:
-        raise NoFactsError("no facts remain for the plan: " + (" ".join(notes) or "the KB holds no sessions"))
+        raise NoFactsError(
+            "no facts remain for the plan: " + (" ".join(notes) or "the KB holds no sessions")
+        )
     facts.sort(key=lambda f: (f.patient, f.visit, DOMAINS.index(f.domain)))
     subsets: dict[str, list[Fact]] = defaultdict(list)
     for f in facts:
         subsets[f.domain].append(f)
-    return {"intent": intent, "facts": facts, "subsets": {d: subsets.get(d, []) for d in DOMAINS},
-            "on_facts": on_facts, "notes": notes}
+    return {
+        "intent": intent,
+        "facts": facts,
+        "subsets": {d: subsets.get(d, []) for d in DOMAINS},
+        "on_facts": on_facts,
+        "notes": notes,
+    }

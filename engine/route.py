@@ -18,4 +18,6 @@ def route_after_retrieve(intent: str) -> str:
     try:
         return ROUTES[intent]
     except KeyError:
-        raise ValueError(f"unknown intent {intent!r}; expected one of {', '.join(ROUTES)}") from None
+        raise ValueError(
+            f"unknown intent {intent!r}; expected one of {', '.join(ROUTES)}"
+        ) from None

@@ -20,7 +20,9 @@ class State:
     guard: bool = True  # run the grounding guard on generated text
     intent: str = ""  # internal label from the fixed intent map
     facts: list[Fact] = field(default_factory=list)  # F (domain path: OFF/untreated only)
-    subsets: dict[str, list[Fact]] = field(default_factory=dict)  # F_motor, F_adl, F_nonmotor, F_qol
+    subsets: dict[str, list[Fact]] = field(
+        default_factory=dict
+    )  # F_motor, F_adl, F_nonmotor, F_qol
     on_facts: list[Fact] = field(default_factory=list)  # PPMI ON-exam rows, kept apart
     notes: list[str] = field(default_factory=list)  # retrieval notes (missing visits, ON exams)
     series: dict[tuple[int, str], list[Any]] = field(default_factory=dict)  # agents.common.series
@@ -31,7 +33,8 @@ class State:
     upstream: str = ""  # the text handed to the final agent (N_d joined, O, or G)
     cohort: dict[str, Any] | None = None
     flags: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: {"incongruence": [], "red_flags": []})
+        default_factory=lambda: {"incongruence": [], "red_flags": []}
+    )
     summary: str = ""
     mode: str = ""
     ledger: list[FactValue] = field(default_factory=list)

@@ -12,7 +12,9 @@ from typing import Any, Literal
 Analysis = Literal["trajectory", "comparison", "cohort", "single_session"]
 ANALYSES: tuple[str, ...] = ("trajectory", "comparison", "cohort", "single_session")
 INSTRUMENTS: tuple[str, ...] = ("updrs", "pdq8")
-VISIT_FILTER_RE = re.compile(r"^(none|baseline|latest_visit|baseline_vs_latest|visit_[1-9]\d*|first_[1-9]\d*_visits|last_[1-9]\d*_visits)$")
+VISIT_FILTER_RE = re.compile(
+    r"^(none|baseline|latest_visit|baseline_vs_latest|visit_[1-9]\d*|first_[1-9]\d*_visits|last_[1-9]\d*_visits)$"
+)
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,14 @@ class Plan:
         object.__setattr__(self, "patients", tuple(int(p) for p in self.patients))
         object.__setattr__(self, "instruments", tuple(self.instruments))
         if self.analysis not in ANALYSES:
-            raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}")
+            raise ValueError(
+                f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}"
+            )
         bad = [i for i in self.instruments if i not in INSTRUMENTS]
         if bad or not self.instruments:
-            raise ValueError(f"instruments must be a non-empty subset of updrs, pdq8, got {list(self.instruments)}")
+            raise ValueError(
+                f"instruments must be a non-empty subset of updrs, pdq8, got {list(self.instruments)}"
+            )
         if not VISIT_FILTER_RE.match(self.visit_filter):
             raise ValueError(
                 "visit_filter must be none, baseline, latest_visit, baseline_vs_latest, visit_N, "
@@ -78,8 +84,21 @@ class Fact:
 
 #: Kinds of value a number in a summary may claim (issue 6's claim kinds).
 ValueKind = Literal[
-    "score", "item", "delta", "cumulative", "slope", "slope_year", "max", "min", "mean",
-    "count", "threshold", "visit", "date", "pdq8_si", "rank",
+    "score",
+    "item",
+    "delta",
+    "cumulative",
+    "slope",
+    "slope_year",
+    "max",
+    "min",
+    "mean",
+    "count",
+    "threshold",
+    "visit",
+    "date",
+    "pdq8_si",
+    "rank",
 ]
 
 
@@ -114,7 +133,9 @@ class Result:
     facts: list[Fact] = field(default_factory=list)
     table_b: list[dict[str, Any]] = field(default_factory=list)
     cohort: dict[str, Any] | None = None
-    flags: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"incongruence": [], "red_flags": []})
+    flags: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {"incongruence": [], "red_flags": []}
+    )
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
     summary: str = ""

@@ -50,9 +50,12 @@ def session_document(s: Session) -> KBDoc:
     for dom, ds in scores.items():
         label = DOMAIN_LABELS.get(dom, prof.domains[dom].label)
         items = ", ".join(
-            f"{prof.item(c).label}={fmt_num(s.items.get(c))}" for c in (i.code for i in prof.items_of(dom))
+            f"{prof.item(c).label}={fmt_num(s.items.get(c))}"
+            for c in (i.code for i in prof.items_of(dom))
         )
-        partial = f" [partial: {len(ds.missing)} of {ds.n_items} items missing]" if ds.partial else ""
+        partial = (
+            f" [partial: {len(ds.missing)} of {ds.n_items} items missing]" if ds.partial else ""
+        )
         parts.append(f"{label}={fmt_num(ds.score)}{partial} ({items})")
     cond = f", Part III exam {s.condition}" if s.condition else ""
     text = (
@@ -87,7 +90,7 @@ def longitudinal_documents(sessions: Iterable[Session]) -> list[KBDoc]:
             groups[(s.proj_id, s.instrument)].append(s)
     docs = []
     for (pid, inst), ss in sorted(groups.items()):
-        ss = sorted(ss, key=lambda s: (s.visit or 0))
+        ss = sorted(ss, key=lambda s: s.visit or 0)
         lines = []
         for s in ss:
             sc = s.domain_scores()
@@ -115,11 +118,15 @@ def build_documents(sessions: Iterable[Session]) -> list[KBDoc]:
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:
-            raise ValueError(f"duplicate document id {d.id}: two sessions share patient, visit and instrument")
+            raise ValueError(
+                f"duplicate document id {d.id}: two sessions share patient, visit and instrument"
+            )
         seen.add(d.id)
     return docs
 
 
 def _hash(text: str, meta: dict) -> str:
-    body = json.dumps({"t": text, "m": {k: v for k, v in meta.items() if k != "content_hash"}}, sort_keys=True)
+    body = json.dumps(
+        {"t": text, "m": {k: v for k, v in meta.items() if k != "content_hash"}}, sort_keys=True
+    )
     return hashlib.sha256(body.encode()).hexdigest()[:16]

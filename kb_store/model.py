@@ -40,7 +40,9 @@ class Session:
     items: dict[str, float | None]  # item code -> value as read; None = missing
     source: SourceRef
     visit: int | None = None  # 1..N_p, assigned by kb_store.visits.assign_visits
-    condition: str = ""  # PPMI Part III exam state: "OFF" (or untreated) / "ON"; "" when not applicable
+    condition: str = (
+        ""  # PPMI Part III exam state: "OFF" (or untreated) / "ON"; "" when not applicable
+    )
     extra: dict = field(default_factory=dict)  # e.g. raw timestamp, PPMI EVENT_ID, paired dates
 
     def domain_scores(self) -> dict[str, DomainScore]:

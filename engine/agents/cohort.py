@@ -101,16 +101,22 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
                 fs = visits[v]
                 totals[p].append((v, fs["motor"].date, sum(fs[d].score for d in UPDRS_DOMAINS)))  # type: ignore[misc]
             elif any(visits[v].values()):
-                notes.append(f"Patient {p}, visit {v}: UPDRS total not computed "
-                             f"(scored parts: {', '.join(sorted(visits[v]))}).")
+                notes.append(
+                    f"Patient {p}, visit {v}: UPDRS total not computed "
+                    f"(scored parts: {', '.join(sorted(visits[v]))})."
+                )
 
     def points(p: int, dom: str) -> list[tuple[int, str, float]]:
         if dom == TOTAL:
             return totals.get(p, [])
-        return sorted(((f.visit, f.date, float(f.score)) for f in by_pd.get((p, dom), [])),  # type: ignore[arg-type]
-                      key=lambda t: t[0])
+        return sorted(
+            ((f.visit, f.date, float(f.score)) for f in by_pd.get((p, dom), [])),  # type: ignore[arg-type]
+            key=lambda t: t[0],
+        )
 
-    domains = [d for d in ("motor", "adl", "nonmotor", "qol") if any(by_pd.get((p, d)) for p in patients)]
+    domains = [
+        d for d in ("motor", "adl", "nonmotor", "qol") if any(by_pd.get((p, d)) for p in patients)
+    ]
     if any(totals.values()):
         domains.append(TOTAL)
 
@@ -126,18 +132,29 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
             sl = least_squares_slope([float(x[0]) for x in pts], [x[2] for x in pts])
             yrs = [_years(pts[0][1], x[1]) for x in pts]
             sy = least_squares_slope(yrs, [x[2] for x in pts])
-            slopes.append({"patient": p, "domain": dom, "slope": None if sl is None else round(sl, 2),
-                           "slope_year": None if sy is None else round(sy, 2), "n_visits": len(pts),
-                           "first_visit": pts[0][0], "last_visit": pts[-1][0]})
+            slopes.append(
+                {
+                    "patient": p,
+                    "domain": dom,
+                    "slope": None if sl is None else round(sl, 2),
+                    "slope_year": None if sy is None else round(sy, 2),
+                    "n_visits": len(pts),
+                    "first_visit": pts[0][0],
+                    "last_visit": pts[-1][0],
+                }
+            )
 
     domain_stats: dict[str, dict[str, Any]] = {}
     for dom, rows in latest.items():
         vals = [r["value"] for r in rows]
         mx, mn = max(vals), min(vals)
         domain_stats[dom] = {
-            "max": mx, "max_patients": [r["patient"] for r in rows if r["value"] == mx],
-            "min": mn, "min_patients": [r["patient"] for r in rows if r["value"] == mn],
-            "mean": round(sum(vals) / len(vals), 2), "n_patients": len(vals),
+            "max": mx,
+            "max_patients": [r["patient"] for r in rows if r["value"] == mx],
+            "min": mn,
+            "min_patients": [r["patient"] for r in rows if r["value"] == mn],
+            "mean": round(sum(vals) / len(vals), 2),
+            "n_patients": len(vals),
         }
 
     statistic, domain = choose_statistic(query, instruments)
@@ -145,7 +162,9 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
         fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)
         if fallback is None:
             raise ValueError("cohort analysis needs at least one scored domain in the fact table")
-        notes.append(f"No {DOMAIN_WORDS.get(domain, domain)} scores in the selection; using {fallback}.")
+        notes.append(
+            f"No {DOMAIN_WORDS.get(domain, domain)} scores in the selection; using {fallback}."
+        )
         domain = fallback
 
     if statistic in ("maximum", "minimum", "mean"):
@@ -156,11 +175,21 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
         else:
             top = ranking[0]
     else:
-        rows = [{"patient": s["patient"], "value": s["slope"], "slope_year": s["slope_year"],
-                 "n_visits": s["n_visits"]} for s in slopes if s["domain"] == domain and s["slope"] is not None]
+        rows = [
+            {
+                "patient": s["patient"],
+                "value": s["slope"],
+                "slope_year": s["slope_year"],
+                "n_visits": s["n_visits"],
+            }
+            for s in slopes
+            if s["domain"] == domain and s["slope"] is not None
+        ]
         if not rows:
-            raise ValueError("cohort slope statistics need at least 2 scored visits per patient; "
-                             "the selection has fewer (check the visit filter)")
+            raise ValueError(
+                "cohort slope statistics need at least 2 scored visits per patient; "
+                "the selection has fewer (check the visit filter)"
+            )
         if statistic == "smallest_abs_slope":
             for r in rows:
                 r["abs_slope"] = abs(r["value"])
@@ -185,13 +214,18 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
         "notes": notes,
     }
     if domain != "qol" and "qol" in latest:
-        out["pdq8_ranking"] = _ranked([dict(r) for r in latest["qol"]], "value",
-                                      descending=statistic != "minimum")
+        out["pdq8_ranking"] = _ranked(
+            [dict(r) for r in latest["qol"]], "value", descending=statistic != "minimum"
+        )
     return out
 
 
 def _what(domain: str) -> str:
-    return "total UPDRS burden (Parts I+II+III)" if domain == TOTAL else f"{DOMAIN_WORDS[domain]} score"
+    return (
+        "total UPDRS burden (Parts I+II+III)"
+        if domain == TOTAL
+        else f"{DOMAIN_WORDS[domain]} score"
+    )
 
 
 def value_text(cohort: dict[str, Any]) -> str:
@@ -213,26 +247,40 @@ def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, s
     lines = []
     for r in c["ranking"][:top_n]:
         val = fmt2(r["value"]) if slope_stat else fmt(r["value"])
-        extra = f", {fmt2(r['slope_year'])} per year" if slope_stat and r.get("slope_year") is not None else ""
+        extra = (
+            f", {fmt2(r['slope_year'])} per year"
+            if slope_stat and r.get("slope_year") is not None
+            else ""
+        )
         at = f" at visit {r['visit']}" if r.get("visit") else ""
         lines.append(f"rank {r['rank']}: patient {r['patient']}, {val}{extra}{at}")
     if len(c["ranking"]) > top_n:
         lines.append(f"({len(c['ranking'])} patients ranked in all)")
     ds = c["domain_stats"].get(c["domain"])
     if ds:
-        lines.append(f"cohort {_what(c['domain'])} at the latest visit: maximum {fmt(ds['max'])}, "
-                     f"minimum {fmt(ds['min'])}, mean {fmt2(ds['mean'])} over {ds['n_patients']} patients")
+        lines.append(
+            f"cohort {_what(c['domain'])} at the latest visit: maximum {fmt(ds['max'])}, "
+            f"minimum {fmt(ds['min'])}, mean {fmt2(ds['mean'])} over {ds['n_patients']} patients"
+        )
     pr = c.get("pdq8_ranking")
     if pr:
-        lines.append("PDQ-8 ranked separately (never added to UPDRS): " + "; ".join(
-            f"rank {r['rank']}: patient {r['patient']}, {fmt(r['value'])}" for r in pr[:5]))
+        lines.append(
+            "PDQ-8 ranked separately (never added to UPDRS): "
+            + "; ".join(
+                f"rank {r['rank']}: patient {r['patient']}, {fmt(r['value'])}" for r in pr[:5]
+            )
+        )
     return stat, "\n".join(lines)
 
 
-def cohort_request(query: str, cohort: dict[str, Any], context: str, notes: Sequence[str]) -> LLMRequest:
+def cohort_request(
+    query: str, cohort: dict[str, Any], context: str, notes: Sequence[str]
+) -> LLMRequest:
     p = load_prompt("cohort")
     stat, ranking = render_cohort_facts(cohort)
     note_txt = ("\nNotes: " + " ".join(notes) + "\n") if notes else ""
-    return LLMRequest(system=p["system"].format(context=context),
-                      user=p["user"].format(query=query, statistic=stat, ranking=ranking, notes=note_txt),
-                      agent="cohort")
+    return LLMRequest(
+        system=p["system"].format(context=context),
+        user=p["user"].format(query=query, statistic=stat, ranking=ranking, notes=note_txt),
+        agent="cohort",
+    )

@@ -18,7 +18,12 @@ from engine.types import Fact
 from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAINS
 
-DOMAIN_WORDS = {"motor": "motor", "adl": "ADL", "nonmotor": "non-motor", "qol": "quality of life (PDQ-8)"}
+DOMAIN_WORDS = {
+    "motor": "motor",
+    "adl": "ADL",
+    "nonmotor": "non-motor",
+    "qol": "quality of life (PDQ-8)",
+}
 #: significance text when the scale has no verified MCID (PDQ-8): the change is reported by direction
 NO_MCID = "direction only"
 
@@ -59,7 +64,9 @@ def classify(change: float, mcid: Mcid | None) -> Change:
     if change >= mcid.worsening:
         return Change(change, "worsened", f"at or above MCID {fmt(mcid.worsening)}", mcid.worsening)
     if change <= mcid.improvement:
-        return Change(change, "improved", f"at or above MCID {fmt(abs(mcid.improvement))}", mcid.improvement)
+        return Change(
+            change, "improved", f"at or above MCID {fmt(abs(mcid.improvement))}", mcid.improvement
+        )
     thr = mcid.worsening if change >= 0 else mcid.improvement
     return Change(change, "stable", f"below MCID {fmt(abs(thr))}", thr)
 
@@ -110,11 +117,23 @@ def series(facts: Iterable[Fact], ctx: Contexts) -> dict[tuple[int, str], list[S
                 delta = classify(f.score - prev.score, mcid)  # type: ignore[operator]
             if f.score is not None and ref is not None and f.visit != ref.visit:
                 cum = classify(f.score - ref.score, mcid)  # type: ignore[operator]
-            rows.append(SeriesRow(
-                f.patient, f.visit, f.date, f.domain, f.profile, f.score, f.missing,
-                ctx.severity_of(f.profile, f.domain, f.score), prev.visit if prev and delta else None,
-                delta, ref.visit if ref else f.visit, cum, f.doc_id,
-            ))
+            rows.append(
+                SeriesRow(
+                    f.patient,
+                    f.visit,
+                    f.date,
+                    f.domain,
+                    f.profile,
+                    f.score,
+                    f.missing,
+                    ctx.severity_of(f.profile, f.domain, f.score),
+                    prev.visit if prev and delta else None,
+                    delta,
+                    ref.visit if ref else f.visit,
+                    cum,
+                    f.doc_id,
+                )
+            )
             if f.score is not None:
                 prev = f
         out[key] = rows

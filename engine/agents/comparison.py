@@ -20,19 +20,26 @@ def build_table_b(rows: Iterable[SeriesRow]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         first = r.delta is None and r.score is not None and r.visit == r.ref_visit
-        out.append({
-            "patient": r.patient,
-            "visit": r.visit,
-            "date": r.date,
-            "domain": r.domain,
-            "score": r.score,
-            "delta": None if r.delta is None else r.delta.value,
-            "from_visit": r.prev_visit,
-            "change": "baseline" if first and r.visit == 1 else ("first selected visit" if first else
-                       ("missing" if r.score is None else (r.delta.label if r.delta else "n/a"))),
-            "significance": r.delta.significance if r.delta else "",
-            "missing_items": r.missing,
-        })
+        out.append(
+            {
+                "patient": r.patient,
+                "visit": r.visit,
+                "date": r.date,
+                "domain": r.domain,
+                "score": r.score,
+                "delta": None if r.delta is None else r.delta.value,
+                "from_visit": r.prev_visit,
+                "change": "baseline"
+                if first and r.visit == 1
+                else (
+                    "first selected visit"
+                    if first
+                    else ("missing" if r.score is None else (r.delta.label if r.delta else "n/a"))
+                ),
+                "significance": r.delta.significance if r.delta else "",
+                "missing_items": r.missing,
+            }
+        )
     return sorted(out, key=lambda b: (DOMAINS.index(b["domain"]), b["patient"], b["visit"]))
 
 
@@ -43,15 +50,20 @@ def render_table_b(table_b: Sequence[dict[str, Any]]) -> str:
             ch = b["change"]
         else:
             ch = f"{b['change']} ({fmt_signed(b['delta'])} from visit {b['from_visit']}; {b['significance']})"
-        lines.append(f"Patient {b['patient']}, visit {b['visit']} ({b['date']}), "
-                     f"{DOMAIN_WORDS[b['domain']]} = {fmt(b['score'])}, {ch}")
+        lines.append(
+            f"Patient {b['patient']}, visit {b['visit']} ({b['date']}), "
+            f"{DOMAIN_WORDS[b['domain']]} = {fmt(b['score'])}, {ch}"
+        )
     return "\n".join(lines)
 
 
-def comparison_request(query: str, table_b: Sequence[dict[str, Any]], context: str,
-                       notes: Sequence[str] = ()) -> LLMRequest:
+def comparison_request(
+    query: str, table_b: Sequence[dict[str, Any]], context: str, notes: Sequence[str] = ()
+) -> LLMRequest:
     p = load_prompt("comparison")
     note_txt = ("\nNotes: " + " ".join(notes) + "\n") if notes else ""
-    return LLMRequest(system=p["system"].format(context=context),
-                      user=p["user"].format(query=query, table=render_table_b(table_b), notes=note_txt),
-                      agent="comparison")
+    return LLMRequest(
+        system=p["system"].format(context=context),
+        user=p["user"].format(query=query, table=render_table_b(table_b), notes=note_txt),
+        agent="comparison",
+    )

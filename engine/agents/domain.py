@@ -16,8 +16,9 @@ from engine.prompts import load_prompt
 AGENT_NAMES = {"motor": "motor", "adl": "adl", "nonmotor": "nonmotor", "qol": "qol"}
 
 
-def domain_request(domain: str, query: str, rows: Sequence[SeriesRow], context: str,
-                   notes: Sequence[str] = ()) -> LLMRequest | None:
+def domain_request(
+    domain: str, query: str, rows: Sequence[SeriesRow], context: str, notes: Sequence[str] = ()
+) -> LLMRequest | None:
     if not rows:
         return None
     p = load_prompt("domain")
@@ -25,7 +26,8 @@ def domain_request(domain: str, query: str, rows: Sequence[SeriesRow], context: 
     note_txt = ("\nNotes: " + " ".join(notes) + "\n") if notes else ""
     return LLMRequest(
         system=p["system"].format(domain_label=label, context=context),
-        user=p["user"].format(domain_label=label, query=query, facts=render_series_table(rows),
-                              notes=note_txt),
+        user=p["user"].format(
+            domain_label=label, query=query, facts=render_series_table(rows), notes=note_txt
+        ),
         agent=AGENT_NAMES[domain],
     )

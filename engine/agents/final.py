@@ -27,8 +27,10 @@ def score_table(facts: Sequence[Fact]) -> list[dict[str, Any]]:
     """T: one row per patient visit with each domain's score (None = not scored / not selected)."""
     rows: dict[tuple[int, int], dict[str, Any]] = {}
     for f in facts:
-        r = rows.setdefault((f.patient, f.visit), {"patient": f.patient, "visit": f.visit, "date": f.date,
-                                                   **{d: None for d in DOMAINS}})
+        r = rows.setdefault(
+            (f.patient, f.visit),
+            {"patient": f.patient, "visit": f.visit, "date": f.date, **{d: None for d in DOMAINS}},
+        )
         r[f.domain] = f.score
     return [rows[k] for k in sorted(rows)]
 
@@ -37,7 +39,9 @@ def render_score_table(table: Sequence[dict[str, Any]], domains: Sequence[str] =
     lines = []
     for r in table:
         parts = [f"{DOMAIN_WORDS[d]} {fmt(r[d])}" for d in domains if r.get(d) is not None]
-        lines.append(f"Patient {r['patient']}, visit {r['visit']} ({r['date']}): " + ", ".join(parts))
+        lines.append(
+            f"Patient {r['patient']}, visit {r['visit']} ({r['date']}): " + ", ".join(parts)
+        )
     return "\n".join(lines)
 
 
@@ -55,13 +59,20 @@ def incongruence_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, A
                 cut = ctx.moderate_cutoff(e.profile, e.domain)
                 if e is z or cut is None or e.score is None or e.score < cut:
                     continue
-                out.append({
-                    "patient": p, "visit": v, "date": z.date, "domain": z.domain,
-                    "elevated_domain": e.domain, "values": {z.domain: z.score, e.domain: e.score},
-                    "cutoff": cut, "rule": ctx.incongruence_rule,
-                    "source": "contexts/thresholds.json incongruence.moderate_cutoff."
-                              f"{e.profile}: {ctx.moderate_source.get(e.profile, '')}",
-                })
+                out.append(
+                    {
+                        "patient": p,
+                        "visit": v,
+                        "date": z.date,
+                        "domain": z.domain,
+                        "elevated_domain": e.domain,
+                        "values": {z.domain: z.score, e.domain: e.score},
+                        "cutoff": cut,
+                        "rule": ctx.incongruence_rule,
+                        "source": "contexts/thresholds.json incongruence.moderate_cutoff."
+                        f"{e.profile}: {ctx.moderate_source.get(e.profile, '')}",
+                    }
+                )
     return out
 
 
@@ -74,24 +85,38 @@ def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
                 val = f.items.get(code)
                 if code not in f.items or val is None or val < rule.min:
                     continue
-                out.append({
-                    "patient": f.patient, "visit": f.visit, "date": f.date, "domain": f.domain,
-                    "item": code, "item_label": prof.item(code).label, "value": val,
-                    "threshold": rule.min, "rule": rule.id, "label": rule.label, "why": rule.why,
-                    "source": rule.source,
-                })
+                out.append(
+                    {
+                        "patient": f.patient,
+                        "visit": f.visit,
+                        "date": f.date,
+                        "domain": f.domain,
+                        "item": code,
+                        "item_label": prof.item(code).label,
+                        "value": val,
+                        "threshold": rule.min,
+                        "rule": rule.id,
+                        "label": rule.label,
+                        "why": rule.why,
+                        "source": rule.source,
+                    }
+                )
     return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
 
 
 def render_flags(flags: dict[str, list[dict[str, Any]]]) -> str:
     lines = []
     for r in flags.get("incongruence", []):
-        lines.append(f"Incongruence: patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} "
-                     f"{fmt(r['values'][r['domain']])} while {DOMAIN_WORDS[r['elevated_domain']]} (moderate "
-                     f"cut-off {fmt(r['cutoff'])}) is {fmt(r['values'][r['elevated_domain']])}.")
+        lines.append(
+            f"Incongruence: patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} "
+            f"{fmt(r['values'][r['domain']])} while {DOMAIN_WORDS[r['elevated_domain']]} (moderate "
+            f"cut-off {fmt(r['cutoff'])}) is {fmt(r['values'][r['elevated_domain']])}."
+        )
     for r in flags.get("red_flags", []):
-        lines.append(f"Red flag: patient {r['patient']}, visit {r['visit']}: {r['item_label']} = "
-                     f"{fmt(r['value'])} (threshold {fmt(r['threshold'])}; {r['why']}).")
+        lines.append(
+            f"Red flag: patient {r['patient']}, visit {r['visit']}: {r['item_label']} = "
+            f"{fmt(r['value'])} (threshold {fmt(r['threshold'])}; {r['why']})."
+        )
     return "\n".join(lines) or "none"
 
 
@@ -105,12 +130,19 @@ def dispatch_mode(analysis: str, *, cohort: bool, comparison: bool, domain_narra
     return "trajectory"
 
 
-def final_request(query: str, mode: str, upstream: str, table_text: str, flags_text: str,
-                  context: str) -> LLMRequest:
+def final_request(
+    query: str, mode: str, upstream: str, table_text: str, flags_text: str, context: str
+) -> LLMRequest:
     p = load_prompt("final")
     return LLMRequest(
         system=p["system"].format(context=context),
-        user=p["user"].format(query=query, mode=mode, structure=p["structures"][mode], upstream=upstream,
-                              table=table_text, flags=flags_text),
+        user=p["user"].format(
+            query=query,
+            mode=mode,
+            structure=p["structures"][mode],
+            upstream=upstream,
+            table=table_text,
+            flags=flags_text,
+        ),
         agent="final",
     )

@@ -58,7 +58,12 @@ def run(args: Namespace, cfg: Config) -> int:
     datasets = {}
     for name in names:
         try:
-            datasets[name] = open_dataset(name, Path(args.marag_dir) if args.marag_dir else None)
+            datasets[name] = open_dataset(
+                name,
+                Path(args.marag_dir) if args.marag_dir else None,
+                kb_root=Path(args.out),
+                embedding=cfg.embedding,
+            )
         except FileNotFoundError as e:
             if args.dataset != "both":
                 raise
@@ -129,7 +134,7 @@ def run(args: Namespace, cfg: Config) -> int:
         "number_safe": cfg.number_safe_effective,
         "systems": systems,
         "sbert_model": sbert_model,
-        "kb": "InMemoryKB over kb_store.ingest.load_sources + build_documents (exact-match retrieval)",
+        "kb": "; ".join(f"{k}: {v.stats.get('kb', '')}" for k, v in datasets.items()),
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_s": wall,
         "notes": notes,

@@ -2,10 +2,10 @@
 (a) the single-pass RAG baseline, (b) the MA-RAG pipeline without the grounding check, (c) the full
 product; then scores each summary with engine.metrics against the run's ledger and the gold.
 
-KBs: each dataset is ingested with kb_store.ingest.load_sources and served from an InMemoryKB of
-its documents (kb_store.documents.build_documents): the same documents, metadata and exact-match
-retrieval as the Chroma KB, without embedding every document for a run that never searches by
-similarity. SBERT similarity uses the real all-MiniLM-L6-v2 (cfg.embedding == "minilm") or, for
+KBs: each dataset is ingested with kb_store.ingest.load_sources and built into a persistent Chroma
+KB (kb_store.chroma_kb) under the run's output folder, with the configured embedding; a rerun over
+unchanged data embeds nothing. Unit tests may pass `kb_root=None` for an InMemoryKB of the same
+documents (same metadata, same exact-match retrieval). SBERT similarity uses the real all-MiniLM-L6-v2 (cfg.embedding == "minilm") or, for
 fast tests only, the hashing stand-in.
 """
 
@@ -26,7 +26,7 @@ from engine.grounding.claims import LedgerIndex
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.llm.base import LLM
 from engine.pipeline import Engine
-from kb_store.reader import InMemoryKB
+from kb_store.reader import InMemoryKB, KBReader
 
 SYSTEMS = ("single_pass", "marag_unguarded", "product")
 
@@ -38,12 +38,18 @@ def default_marag_dir() -> Path:
 @dataclass
 class Dataset:
     name: str
-    kb: InMemoryKB
+    kb: KBReader
     stats: dict[str, Any]
     marag_dir: Path | None = None
 
 
-def open_dataset(name: str, marag_dir: Path | None = None) -> Dataset:
+def open_dataset(
+    name: str,
+    marag_dir: Path | None = None,
+    *,
+    kb_root: Path | None = None,
+    embedding: str = "minilm",
+) -> Dataset:
     from kb_store.documents import build_documents
     from kb_store.ingest import load_sources
 
@@ -65,7 +71,16 @@ def open_dataset(name: str, marag_dir: Path | None = None) -> Dataset:
         "patients": len({s.proj_id for s in res.sessions}),
         "issues": len(res.issues),
     }
-    return Dataset(name, InMemoryKB(docs), stats, marag_dir)
+    if kb_root is None:
+        return Dataset(name, InMemoryKB(docs), {**stats, "kb": "InMemoryKB"}, marag_dir)
+    from kb_store.chroma_kb import build_kb, open_kb
+
+    kb_dir = Path(kb_root) / f"kb-{name}"
+    built = build_kb(res.sessions, kb_dir, embedding=embedding)
+    stats["kb"] = (
+        f"Chroma KB at {kb_dir} ({embedding} embeddings; {built.added} added, {built.unchanged} unchanged)"
+    )
+    return Dataset(name, open_kb(kb_dir, embedding=embedding), stats, marag_dir)
 
 
 @dataclass

@@ -74,6 +74,17 @@ def _record(text: str, rep: ClaimReport, idx: LedgerIndex) -> dict[str, Any]:
                     "expected": [],
                 }
             )
+    if not text.strip():
+        # an empty answer has no wrong number but says nothing: it must not be released
+        unsupported.append(
+            {
+                "span": None,
+                "text": "",
+                "reason": "the model returned an empty text",
+                "context": "whole text",
+                "expected": [],
+            }
+        )
     n_ctx = len(rep.with_context)
     return {
         "numbers": len(rep.claims),

@@ -21,7 +21,9 @@ PDQ = load_profile("pdq8")
 DATES = ["2021-01-10", "2021-03-15", "2021-05-20", "2021-07-01"]
 
 
-def _spread(codes: list[str], total: int, first: dict[str, float] | None = None) -> dict[str, float]:
+def _spread(
+    codes: list[str], total: int, first: dict[str, float] | None = None
+) -> dict[str, float]:
     """Item values summing to `total` (each 0-4), filled in code order; `first` pins items."""
     items = {c: 0.0 for c in codes}
     items.update(first or {})
@@ -40,25 +42,57 @@ def _spread(codes: list[str], total: int, first: dict[str, float] | None = None)
 
 
 #: red-flag items never filled by _spread (only pinned explicitly)
-RESERVED = {"NP1COG", "NP1HALL", "NP1DPRS", "NP1LTHD", "NP2SWAL", "NP2WALK", "NP2FREZ", "NP3GAIT",
-            "NP3FRZGT", "NP3PSTBL"}
+RESERVED = {
+    "NP1COG",
+    "NP1HALL",
+    "NP1DPRS",
+    "NP1LTHD",
+    "NP2SWAL",
+    "NP2WALK",
+    "NP2FREZ",
+    "NP3GAIT",
+    "NP3FRZGT",
+    "NP3PSTBL",
+}
 
 
-def updrs_session(pid: int, visit: int, motor: int, adl: int, nonmotor: int,
-                  pins: dict[str, float] | None = None, condition: str = "") -> Session:
+def updrs_session(
+    pid: int,
+    visit: int,
+    motor: int,
+    adl: int,
+    nonmotor: int,
+    pins: dict[str, float] | None = None,
+    condition: str = "",
+) -> Session:
     items: dict[str, float | None] = {}
     pins = pins or {}
     for dom, tot in (("motor", motor), ("adl", adl), ("nonmotor", nonmotor)):
         codes = [i.code for i in UPDRS.items_of(dom)]
         items.update(_spread(codes, tot, {k: v for k, v in pins.items() if k in codes}))
-    return Session(pid, dt.date.fromisoformat(DATES[visit - 1]), "updrs", "mds-updrs", items,
-                   SourceRef("fixture.csv", pid * 10 + visit), visit=visit, condition=condition)
+    return Session(
+        pid,
+        dt.date.fromisoformat(DATES[visit - 1]),
+        "updrs",
+        "mds-updrs",
+        items,
+        SourceRef("fixture.csv", pid * 10 + visit),
+        visit=visit,
+        condition=condition,
+    )
 
 
 def pdq_session(pid: int, visit: int, qol: int, pins: dict[str, float] | None = None) -> Session:
     codes = [i.code for i in PDQ.items]
-    return Session(pid, dt.date.fromisoformat(DATES[visit - 1]), "pdq8", "pdq8",
-                   _spread(codes, qol, pins), SourceRef("fixture.csv", pid * 10 + visit), visit=visit)
+    return Session(
+        pid,
+        dt.date.fromisoformat(DATES[visit - 1]),
+        "pdq8",
+        "pdq8",
+        _spread(codes, qol, pins),
+        SourceRef("fixture.csv", pid * 10 + visit),
+        visit=visit,
+    )
 
 
 #: patient -> list of (motor, adl, nonmotor, qol) per visit

@@ -30,18 +30,23 @@ def engine():
     return Engine(fx.cfg(), InMemoryKB(build_documents(res.sessions)), None, fx.CONTEXTS)
 
 
-@pytest.mark.parametrize("query", [
-    "What is the baseline status of proj id 5?",
-    "Show me the trajectory of proj id 5.",
-    "Compare patients 3 and 8",
-    "Which patient has the highest UPDRS score?",
-    "Which patient is the most stable in motor?",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What is the baseline status of proj id 5?",
+        "Show me the trajectory of proj id 5.",
+        "Compare patients 3 and 8",
+        "Which patient has the highest UPDRS score?",
+        "Which patient is the most stable in motor?",
+    ],
+)
 def test_study_queries_fully_grounded(engine, query):
     r = engine.ask(query)
     assert r.llm_calls == 0 and r.facts
     for name, text in dict(r.narratives, summary=r.summary).items():
-        rec = guard_text(text, r.ledger, None, lambda t=text: t, max_rounds=0, plan_patients=r.plan.patients).record
+        rec = guard_text(
+            text, r.ledger, None, lambda t=text: t, max_rounds=0, plan_patients=r.plan.patients
+        ).record
         assert rec["unsupported"] == [], (query, name, rec["unsupported"][:3])
 
 
@@ -53,7 +58,20 @@ def test_marag_profile_handling(engine):
     assert "No published severity cut-offs apply to the motor domain" in motor
     assert "reference value borrowed from the MDS-UPDRS" in motor
     assert "(mild)" not in motor and "(moderate)" not in motor
-    codes = {x["item"] for x in engine.ask("Which patient has the highest UPDRS score?").flags["red_flags"]}
-    assert codes and codes <= {"HALLUCINATION", "COGNITION", "DEPRESSED", "LIGHT_HEADED", "CHEW_SWALLOW_PROB",
-                               "SWALLOW_PROB", "WALKING_PROB", "FREEZE_GAIT_PROB", "GAIT_PROB",
-                               "POS_STABILITY_PROB", *(f"PDQ8_{i}" for i in range(1, 9))}
+    codes = {
+        x["item"]
+        for x in engine.ask("Which patient has the highest UPDRS score?").flags["red_flags"]
+    }
+    assert codes and codes <= {
+        "HALLUCINATION",
+        "COGNITION",
+        "DEPRESSED",
+        "LIGHT_HEADED",
+        "CHEW_SWALLOW_PROB",
+        "SWALLOW_PROB",
+        "WALKING_PROB",
+        "FREEZE_GAIT_PROB",
+        "GAIT_PROB",
+        "POS_STABILITY_PROB",
+        *(f"PDQ8_{i}" for i in range(1, 9)),
+    }

@@ -37,14 +37,20 @@ def scores(sessions, pid):
     out = {}
     for s in sessions:
         if s.proj_id == pid and s.instrument == "updrs":
-            out[s.visit] = {d: ds.score for d, ds in s.domain_scores().items() if d != "complications"}
+            out[s.visit] = {
+                d: ds.score for d, ds in s.domain_scores().items() if d != "complications"
+            }
     return dict(sorted(out.items()))
 
 
 def test_baseline_status(engine, sessions):
     r = engine.ask(Q_BASELINE)
-    assert r.plan.to_dict() == {"patients": [5], "analysis": "single_session", "instruments": ["updrs"],
-                                "visit_filter": "baseline"}
+    assert r.plan.to_dict() == {
+        "patients": [5],
+        "analysis": "single_session",
+        "instruments": ["updrs"],
+        "visit_filter": "baseline",
+    }
     base = scores(sessions, 5)[1]
     assert {(f.visit, f.domain): f.score for f in r.facts} == {(1, d): v for d, v in base.items()}
     assert r.llm_calls == 0 and set(r.narratives) == {"motor", "adl", "nonmotor"}
@@ -57,8 +63,12 @@ def test_baseline_status(engine, sessions):
 
 def test_trajectory(engine, sessions):
     r = engine.ask(Q_TRAJ)
-    assert r.plan.to_dict() == {"patients": [5], "analysis": "trajectory", "instruments": ["updrs"],
-                                "visit_filter": "none"}
+    assert r.plan.to_dict() == {
+        "patients": [5],
+        "analysis": "trajectory",
+        "instruments": ["updrs"],
+        "visit_filter": "none",
+    }
     sc = scores(sessions, 5)
     visits = list(sc)
     assert sorted({f.visit for f in r.facts}) == visits
@@ -67,14 +77,20 @@ def test_trajectory(engine, sessions):
     sign = "+" if cum > 0 else ""
     assert f"visit {visits[-1]}" in r.summary and f"{sign}{cum:g} from baseline" in r.summary
     deltas = [v for v in r.ledger if v.kind == "delta" and v.domain == "motor"]
-    assert [d.value for d in deltas] == [sc[v]["motor"] - sc[u]["motor"] for u, v in zip(visits, visits[1:], strict=False)]
+    assert [d.value for d in deltas] == [
+        sc[v]["motor"] - sc[u]["motor"] for u, v in zip(visits, visits[1:], strict=False)
+    ]
     assert r.verification["unsupported"] == []
 
 
 def test_comparison(engine, sessions):
     r = engine.ask(Q_COMPARE)
-    assert r.plan.to_dict() == {"patients": [3, 8], "analysis": "comparison", "instruments": ["updrs"],
-                                "visit_filter": "none"}
+    assert r.plan.to_dict() == {
+        "patients": [3, 8],
+        "analysis": "comparison",
+        "instruments": ["updrs"],
+        "visit_filter": "none",
+    }
     s3, s8 = scores(sessions, 3), scores(sessions, 8)
     assert len(r.table_b) == 3 * (len(s3) + len(s8))
     row = {(b["patient"], b["visit"], b["domain"]): b for b in r.table_b}
@@ -86,8 +102,13 @@ def test_comparison(engine, sessions):
         assert row[(pid, 1, "motor")]["change"] == "baseline"
     # the shipped cohort's deliberate case: patient 3, visit 2 has Part I = 0 with Part III >= 40
     inc = r.flags["incongruence"]
-    assert any(x["patient"] == 3 and x["visit"] == 2 and x["domain"] == "nonmotor"
-               and x["elevated_domain"] == "motor" for x in inc)
+    assert any(
+        x["patient"] == 3
+        and x["visit"] == 2
+        and x["domain"] == "nonmotor"
+        and x["elevated_domain"] == "motor"
+        for x in inc
+    )
     assert r.narratives["comparison"].startswith("Table B")
     assert r.verification["unsupported"] == []
 
@@ -99,7 +120,11 @@ def test_cohort_highest(engine, sessions):
     totals = {}
     for pid in r.plan.patients:
         sc = scores(sessions, pid)
-        full = [v for v, d in sc.items() if all(d.get(k) is not None for k in ("motor", "adl", "nonmotor"))]
+        full = [
+            v
+            for v, d in sc.items()
+            if all(d.get(k) is not None for k in ("motor", "adl", "nonmotor"))
+        ]
         totals[pid] = sum(sc[full[-1]].values())
     top = max(totals.values())
     c = r.cohort
@@ -122,25 +147,91 @@ def test_through_chroma_kb_and_cli(sessions, tmp_path, capsys, engine):
     ref = engine.ask(Q_COMPARE)
     assert r.facts == ref.facts and r.table_b == ref.table_b and r.summary == ref.summary
 
-    assert main(["plan", Q_COMPARE, "--json", "--kb-dir", str(tmp_path), "--embedding", "hashing"]) == 0
+    assert (
+        main(["plan", Q_COMPARE, "--json", "--kb-dir", str(tmp_path), "--embedding", "hashing"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["patients"] == [3, 8]
-    assert main(["ask", Q_COMPARE, "--json", "--kb-dir", str(tmp_path), "--embedding", "hashing",
-                 "--llm", "facts", "--visits", "latest_visit"]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                Q_COMPARE,
+                "--json",
+                "--kb-dir",
+                str(tmp_path),
+                "--embedding",
+                "hashing",
+                "--llm",
+                "facts",
+                "--visits",
+                "latest_visit",
+            ]
+        )
+        == 0
+    )
     j = json.loads(capsys.readouterr().out)
     assert j["plan"]["visit_filter"] == "latest_visit" and j["plan"]["patients"] == [3, 8]
     assert {f["visit"] for f in j["facts"]} == {max(scores(sessions, 3)), max(scores(sessions, 8))}
-    assert j["llm_calls"] == 0 and j["trace"][0]["node"] == "retrieve"  # a given plan: no planner node
-    assert main(["ask", "Show patient 999", "--kb-dir", str(tmp_path), "--embedding", "hashing",
-                 "--llm", "facts"]) == 2
+    assert (
+        j["llm_calls"] == 0 and j["trace"][0]["node"] == "retrieve"
+    )  # a given plan: no planner node
+    assert (
+        main(
+            [
+                "ask",
+                "Show patient 999",
+                "--kb-dir",
+                str(tmp_path),
+                "--embedding",
+                "hashing",
+                "--llm",
+                "facts",
+            ]
+        )
+        == 2
+    )
     assert "unknown patient id(s) 999; valid ids: 1-44" in capsys.readouterr().err
     # flags replace what the query got wrong; the final plan is what is checked
-    assert main(["ask", "Show patient 999", "--patients", "5", "--analysis", "single_session", "--visits",
-                 "baseline", "--instruments", "updrs", "--kb-dir", str(tmp_path), "--embedding", "hashing",
-                 "--llm", "facts", "--json"]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                "Show patient 999",
+                "--patients",
+                "5",
+                "--analysis",
+                "single_session",
+                "--visits",
+                "baseline",
+                "--instruments",
+                "updrs",
+                "--kb-dir",
+                str(tmp_path),
+                "--embedding",
+                "hashing",
+                "--llm",
+                "facts",
+                "--json",
+            ]
+        )
+        == 0
+    )
     j = json.loads(capsys.readouterr().out)
-    assert j["plan"] == {"patients": [5], "analysis": "single_session", "instruments": ["updrs"],
-                         "visit_filter": "baseline"}
-    assert {(f["visit"], f["domain"]) for f in j["facts"]} == {(1, "motor"), (1, "adl"), (1, "nonmotor")}
-    assert main(["ask", Q_TRAJ, "--kb-dir", str(tmp_path), "--embedding", "hashing", "--llm", "facts"]) == 0
+    assert j["plan"] == {
+        "patients": [5],
+        "analysis": "single_session",
+        "instruments": ["updrs"],
+        "visit_filter": "baseline",
+    }
+    assert {(f["visit"], f["domain"]) for f in j["facts"]} == {
+        (1, "motor"),
+        (1, "adl"),
+        (1, "nonmotor"),
+    }
+    assert (
+        main(["ask", Q_TRAJ, "--kb-dir", str(tmp_path), "--embedding", "hashing", "--llm", "facts"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Progression for patient 5, anchored to baseline" in out and "Flags:" in out

@@ -15,7 +15,9 @@ TRAJ = Plan((1,), "trajectory", ("updrs", "pdq8"), "none", "Show me the trajecto
 
 
 def planner_json(analysis: str, instruments=("updrs", "pdq8"), vf="none") -> str:
-    return json.dumps({"patients": [], "analysis": analysis, "instruments": list(instruments), "visit_filter": vf})
+    return json.dumps(
+        {"patients": [], "analysis": analysis, "instruments": list(instruments), "visit_filter": vf}
+    )
 
 
 def scripted(plan_json: str | None = None):
@@ -23,6 +25,7 @@ def scripted(plan_json: str | None = None):
         if req.agent == "planner":
             return plan_json or "unparseable"
         return f"The {req.agent} agent has nothing numeric to add."
+
     return script
 
 
@@ -30,11 +33,19 @@ def test_facts_backend_makes_no_llm_call():
     r = fx.engine().run(TRAJ)
     assert r.llm_calls == 0 and r.backend == "facts"
     assert set(r.narratives) == {"motor", "adl", "nonmotor", "qol"}
-    assert "Patient 1, visit 4 (2021-07-01): motor 30 (mild), +4 from visit 3 (stable; below MCID 4.63), " \
-           "+10 from baseline (worsened; at or above MCID 4.63)." in r.narratives["motor"]
+    assert (
+        "Patient 1, visit 4 (2021-07-01): motor 30 (mild), +4 from visit 3 (stable; below MCID 4.63), "
+        "+10 from baseline (worsened; at or above MCID 4.63)." in r.narratives["motor"]
+    )
     assert "Decision support only" in r.summary and r.screening == []
     assert [t.node for t in r.trace] == ["retrieve", "route", "domain_agents", "final_agent"]
-    assert r.verification["call_counts"] == {"planner": 0, "agents": 0, "final": 0, "regenerations": 0, "total": 0}
+    assert r.verification["call_counts"] == {
+        "planner": 0,
+        "agents": 0,
+        "final": 0,
+        "regenerations": 0,
+        "total": 0,
+    }
 
 
 def test_trajectory_batches_four_domain_agents():
@@ -43,14 +54,24 @@ def test_trajectory_batches_four_domain_agents():
     assert llm.batches == [4, 1]
     assert [c.agent for c in llm.calls] == ["motor", "adl", "nonmotor", "qol", "final"]
     assert r.llm_calls == 5
-    assert {t.node: t.llm_calls for t in r.trace} == {"retrieve": 0, "route": 0, "domain_agents": 4, "final_agent": 1}
+    assert {t.node: t.llm_calls for t in r.trace} == {
+        "retrieve": 0,
+        "route": 0,
+        "domain_agents": 4,
+        "final_agent": 1,
+    }
 
 
 def test_unbatched_domain_agents_one_call_each():
     llm = FakeLLM(scripted())
     r = fx.engine(llm, batch_domain_agents=False).run(TRAJ)
     assert llm.batches == [1, 1, 1, 1, 1] and r.llm_calls == 5
-    assert [t.node for t in r.trace][2:6] == ["motor_agent", "adl_agent", "nonmotor_agent", "qol_agent"]
+    assert [t.node for t in r.trace][2:6] == [
+        "motor_agent",
+        "adl_agent",
+        "nonmotor_agent",
+        "qol_agent",
+    ]
 
 
 def test_empty_subset_skips_agent():
@@ -59,12 +80,15 @@ def test_empty_subset_skips_agent():
     assert llm.batches == [3, 1] and "qol" not in r.narratives and r.llm_calls == 4
 
 
-@pytest.mark.parametrize(("query", "analysis", "calls"), [
-    ("Show me the trajectory of patient 1", "trajectory", 6),
-    ("What is the baseline status of patient 1?", "single_session", 6),
-    ("Compare patients 1 and 2", "comparison", 3),
-    ("Which patient has the highest UPDRS score?", "cohort", 3),
-])
+@pytest.mark.parametrize(
+    ("query", "analysis", "calls"),
+    [
+        ("Show me the trajectory of patient 1", "trajectory", 6),
+        ("What is the baseline status of patient 1?", "single_session", 6),
+        ("Compare patients 1 and 2", "comparison", 3),
+        ("Which patient has the highest UPDRS score?", "cohort", 3),
+    ],
+)
 def test_call_counts_match_paper_with_llm_planner(query, analysis, calls):
     vf = "baseline" if analysis == "single_session" else "none"
     llm = FakeLLM(scripted(planner_json(analysis, vf=vf)))
@@ -76,14 +100,22 @@ def test_call_counts_match_paper_with_llm_planner(query, analysis, calls):
     # with the rules planner the planner makes no call
     llm2 = FakeLLM(scripted())
     r2 = fx.engine(llm2).ask(query)
-    assert r2.llm_calls == calls - 1 and r2.trace[0].llm_calls == 0 and "no LLM call" in r2.trace[0].note
+    assert (
+        r2.llm_calls == calls - 1
+        and r2.trace[0].llm_calls == 0
+        and "no LLM call" in r2.trace[0].note
+    )
 
 
 def test_llm_planner_garbage_gives_safe_default():
     llm = FakeLLM(scripted("no idea"))
     r = fx.engine(llm, planner="llm").ask("compare patients 1 and 2 at the latest visit")
-    assert r.plan.to_dict() == {"patients": [1, 2], "analysis": "trajectory", "instruments": ["updrs", "pdq8"],
-                                "visit_filter": "none"}
+    assert r.plan.to_dict() == {
+        "patients": [1, 2],
+        "analysis": "trajectory",
+        "instruments": ["updrs", "pdq8"],
+        "visit_filter": "none",
+    }
     assert "safe default" in r.trace[0].note
 
 
@@ -91,9 +123,11 @@ def test_no_out_of_plan_fact_reaches_any_prompt_or_output():
     outsider = [fx.updrs_session(9, v, motor=57, adl=19, nonmotor=17) for v in (1, 2)]
     llm = FakeLLM(scripted())
     eng = fx.engine(llm, extra=outsider)
-    for plan in (Plan((1, 2), "comparison", ("updrs", "pdq8"), "none", "compare 1 and 2"),
-                 Plan((1,), "trajectory", ("updrs",), "none", "patient 1"),
-                 Plan((1, 2, 3), "cohort", ("updrs",), "none", "which of 1, 2, 3 is worst")):
+    for plan in (
+        Plan((1, 2), "comparison", ("updrs", "pdq8"), "none", "compare 1 and 2"),
+        Plan((1,), "trajectory", ("updrs",), "none", "patient 1"),
+        Plan((1, 2, 3), "cohort", ("updrs",), "none", "which of 1, 2, 3 is worst"),
+    ):
         llm.calls.clear()
         r = eng.run(plan)
         prompts = "\n".join(c.system + c.user for c in llm.calls)
@@ -130,7 +164,12 @@ def test_guard_regenerates_then_falls_back_to_facts_text():
 
 
 def test_guard_accepts_a_corrected_regeneration():
-    answers = iter(["Patient 1 had a motor score of 99 at visit 2.", "Patient 1 had a motor score of 22 at visit 2."])
+    answers = iter(
+        [
+            "Patient 1 had a motor score of 99 at visit 2.",
+            "Patient 1 had a motor score of 22 at visit 2.",
+        ]
+    )
 
     def script(req):
         return next(answers) if req.agent == "motor" else "Nothing numeric."
@@ -142,11 +181,16 @@ def test_guard_accepts_a_corrected_regeneration():
 
 def test_guard_off_keeps_the_text_and_measures_it():
     def script(req):
-        return "Patient 1 had a motor score of 99 at visit 2." if req.agent == "motor" else "Nothing."
+        return (
+            "Patient 1 had a motor score of 99 at visit 2." if req.agent == "motor" else "Nothing."
+        )
 
     r = fx.engine(FakeLLM(script)).run(TRAJ, guard=False)
     assert "99" in r.narratives["motor"] and r.llm_calls == 5
-    assert r.verification["unsupported"][0]["agent"] == "motor" and r.verification["hallucination_rate"] > 0
+    assert (
+        r.verification["unsupported"][0]["agent"] == "motor"
+        and r.verification["hallucination_rate"] > 0
+    )
 
 
 def test_prompts_carry_facts_and_allowed_numbers():
@@ -173,14 +217,41 @@ def test_on_node_progress_and_unknown_patient():
 def test_result_json_has_contract_keys():
     r = fx.engine().ask("Compare patients 1 and 2")
     j = json.loads(json.dumps(r.to_json(), default=str))
-    for k in ("plan", "facts", "table_b", "cohort", "flags", "narratives", "summary", "verification",
-              "llm_calls", "trace"):
+    for k in (
+        "plan",
+        "facts",
+        "table_b",
+        "cohort",
+        "flags",
+        "narratives",
+        "summary",
+        "verification",
+        "llm_calls",
+        "trace",
+    ):
         assert k in j
     assert set(j["flags"]) == {"incongruence", "red_flags"}
-    for k in ("numbers", "unsupported", "fact_precision", "hallucination_rate", "temporal_fidelity",
-              "fallback_used", "rounds", "per_agent"):
+    for k in (
+        "numbers",
+        "unsupported",
+        "fact_precision",
+        "hallucination_rate",
+        "temporal_fidelity",
+        "fallback_used",
+        "rounds",
+        "per_agent",
+    ):
         assert k in j["verification"]
-    assert set(j["facts"][0]) >= {"patient", "visit", "date", "instrument", "domain", "score", "items", "doc_id"}
+    assert set(j["facts"][0]) >= {
+        "patient",
+        "visit",
+        "date",
+        "instrument",
+        "domain",
+        "score",
+        "items",
+        "doc_id",
+    }
     assert set(j["table_b"][0]) >= {"patient", "visit", "domain", "score", "delta", "change"}
     assert j["narratives"]["comparison"].startswith("Table B")
 
@@ -197,7 +268,9 @@ def test_screening_flags_treatment_advice_in_final_text():
 
 def test_cohort_final_prompt_is_bounded():
     llm = FakeLLM(scripted())
-    r = fx.engine(llm).run(Plan((), "cohort", ("updrs",), "none", "Which patient has the highest UPDRS score?"))
+    r = fx.engine(llm).run(
+        Plan((), "cohort", ("updrs",), "none", "Which patient has the highest UPDRS score?")
+    )
     final = llm.calls[-1].user
     assert "Patient 2, visit 4" in final and r.cohort["patient"] == 2
     assert len(r.flags["incongruence"]) == 2  # Result.flags keeps every flag

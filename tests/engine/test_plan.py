@@ -19,9 +19,21 @@ U, Q, B = ("updrs",), ("pdq8",), ("updrs", "pdq8")
 
 CASES = [
     # query, patients, analysis, instruments, visit filter
-    ("What is the baseline status of proj id 5 using UPDRS?", (5,), "single_session", U, "baseline"),
+    (
+        "What is the baseline status of proj id 5 using UPDRS?",
+        (5,),
+        "single_session",
+        U,
+        "baseline",
+    ),
     ("Show me the UPDRS trajectory of proj id 5.", (5,), "trajectory", U, "none"),
-    ("Compare the disease progression on UPDRS between proj id 3 and proj id 8.", (3, 8), "comparison", U, "none"),
+    (
+        "Compare the disease progression on UPDRS between proj id 3 and proj id 8.",
+        (3, 8),
+        "comparison",
+        U,
+        "none",
+    ),
     ("Which patient has the highest UPDRS score?", (), "cohort", U, "none"),
     ("compare the latest visit of patients 1 and 4", (1, 4), "comparison", B, "latest_visit"),
     ("Summarise patient 5", (5,), "trajectory", B, "none"),
@@ -50,7 +62,12 @@ CASES = [
 @pytest.mark.parametrize(("query", "patients", "analysis", "instruments", "vf"), CASES)
 def test_rules_parser(query, patients, analysis, instruments, vf):
     p = parse_query(query)
-    assert (p.patients, p.analysis, p.instruments, p.visit_filter) == (patients, analysis, instruments, vf)
+    assert (p.patients, p.analysis, p.instruments, p.visit_filter) == (
+        patients,
+        analysis,
+        instruments,
+        vf,
+    )
     assert p.query == query
 
 
@@ -62,13 +79,23 @@ def test_unknown_patient_names_valid_ids():
 
 
 def test_planner_output_validated():
-    ok = parse_planner_output('Sure: {"patients": [1, 4], "analysis": "single-session", '
-                              '"instruments": ["UPDRS", "pdq-8"], "visit_filter": "first-2-visits"}')
-    assert ok == {"patients": [1, 4], "analysis": "single_session", "instruments": ("updrs", "pdq8"),
-                  "visit_filter": "first_2_visits"}
-    for bad in ["no json here", '{"patients": [1]}', '{"patients": [1], "analysis": "story", '
-                '"instruments": ["updrs"], "visit_filter": "none"}', '{"patients": [1], "analysis": '
-                '"cohort", "instruments": ["x"], "visit_filter": "none"}', "{not json}"]:
+    ok = parse_planner_output(
+        'Sure: {"patients": [1, 4], "analysis": "single-session", '
+        '"instruments": ["UPDRS", "pdq-8"], "visit_filter": "first-2-visits"}'
+    )
+    assert ok == {
+        "patients": [1, 4],
+        "analysis": "single_session",
+        "instruments": ("updrs", "pdq8"),
+        "visit_filter": "first_2_visits",
+    }
+    for bad in [
+        "no json here",
+        '{"patients": [1]}',
+        '{"patients": [1], "analysis": "story", "instruments": ["updrs"], "visit_filter": "none"}',
+        '{"patients": [1], "analysis": "cohort", "instruments": ["x"], "visit_filter": "none"}',
+        "{not json}",
+    ]:
         assert parse_planner_output(bad) is None
 
 
@@ -76,17 +103,30 @@ def test_llm_planner_safe_default_keeps_rule_patients():
     llm = FakeLLM(["I think this is about motor things."])
     plan, raw, default = plan_with_llm("compare the latest visit of patients 1 and 4", llm)
     assert default and raw.startswith("I think")
-    assert plan == Plan((1, 4), "trajectory", ("updrs", "pdq8"), "none",
-                        "compare the latest visit of patients 1 and 4")
+    assert plan == Plan(
+        (1, 4),
+        "trajectory",
+        ("updrs", "pdq8"),
+        "none",
+        "compare the latest visit of patients 1 and 4",
+    )
     assert llm.calls[0].agent == "planner" and "patients 1 and 4" in llm.calls[0].user
 
 
 def test_llm_planner_cannot_widen_patients():
-    llm = FakeLLM(['{"patients": [1, 4, 9], "analysis": "comparison", "instruments": ["updrs"], '
-                   '"visit_filter": "latest_visit"}'])
+    llm = FakeLLM(
+        [
+            '{"patients": [1, 4, 9], "analysis": "comparison", "instruments": ["updrs"], '
+            '"visit_filter": "latest_visit"}'
+        ]
+    )
     plan, _, default = plan_with_llm("compare the latest visit of patients 1 and 4", llm)
     assert not default
-    assert plan.patients == (1, 4) and plan.analysis == "comparison" and plan.visit_filter == "latest_visit"
+    assert (
+        plan.patients == (1, 4)
+        and plan.analysis == "comparison"
+        and plan.visit_filter == "latest_visit"
+    )
 
 
 def test_command_line_flags_override_the_parsed_plan():
@@ -94,17 +134,43 @@ def test_command_line_flags_override_the_parsed_plan():
 
     from engine.commands import plan_from_args
 
-    parsed = parse_query("Compare the disease progression on UPDRS between proj id 3 and proj id 8.")
-    args = argparse.Namespace(query=parsed.query, patients="3, 9", analysis=None, instruments="pdq8",
-                              visits="last_2_visits")
+    parsed = parse_query(
+        "Compare the disease progression on UPDRS between proj id 3 and proj id 8."
+    )
+    args = argparse.Namespace(
+        query=parsed.query,
+        patients="3, 9",
+        analysis=None,
+        instruments="pdq8",
+        visits="last_2_visits",
+    )
     p = plan_from_args(args, parsed)
-    assert (p.patients, p.analysis, p.instruments, p.visit_filter) == ((3, 9), "comparison", ("pdq8",),
-                                                                       "last_2_visits")
-    assert plan_from_args(argparse.Namespace(query="", patients=None, analysis=None, instruments=None,
-                                             visits=None), parsed) is parsed
+    assert (p.patients, p.analysis, p.instruments, p.visit_filter) == (
+        (3, 9),
+        "comparison",
+        ("pdq8",),
+        "last_2_visits",
+    )
+    assert (
+        plan_from_args(
+            argparse.Namespace(
+                query="", patients=None, analysis=None, instruments=None, visits=None
+            ),
+            parsed,
+        )
+        is parsed
+    )
     with pytest.raises(ValueError, match="--patients must be comma-separated"):
-        plan_from_args(argparse.Namespace(query="", patients="3,x", analysis=None, instruments=None,
-                                          visits=None), parsed)
+        plan_from_args(
+            argparse.Namespace(
+                query="", patients="3,x", analysis=None, instruments=None, visits=None
+            ),
+            parsed,
+        )
     with pytest.raises(ValueError, match="visit_filter must be"):
-        plan_from_args(argparse.Namespace(query="", patients=None, analysis=None, instruments=None,
-                                          visits="yesterday"), parsed)
+        plan_from_args(
+            argparse.Namespace(
+                query="", patients=None, analysis=None, instruments=None, visits="yesterday"
+            ),
+            parsed,
+        )

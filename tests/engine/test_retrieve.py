@@ -12,19 +12,22 @@ from engine.types import Plan
 from kb_store.documents import session_document
 
 
-@pytest.mark.parametrize(("vf", "visits", "kept", "noted"), [
-    ("none", [1, 2, 3, 4], [1, 2, 3, 4], False),
-    ("baseline", [1, 2, 3], [1], False),
-    ("baseline", [2, 3], [], True),
-    ("latest_visit", [1, 2, 3], [3], False),
-    ("baseline_vs_latest", [1, 2, 3, 4], [1, 4], False),
-    ("baseline_vs_latest", [1], [1], True),
-    ("visit_2", [1, 2, 3], [2], False),
-    ("visit_4", [1, 2, 3], [], True),
-    ("first_2_visits", [1, 2, 3, 4], [1, 2], False),
-    ("last_3_visits", [1, 2, 3, 4], [2, 3, 4], False),
-    ("last_5_visits", [1, 2, 3], [1, 2, 3], True),
-])
+@pytest.mark.parametrize(
+    ("vf", "visits", "kept", "noted"),
+    [
+        ("none", [1, 2, 3, 4], [1, 2, 3, 4], False),
+        ("baseline", [1, 2, 3], [1], False),
+        ("baseline", [2, 3], [], True),
+        ("latest_visit", [1, 2, 3], [3], False),
+        ("baseline_vs_latest", [1, 2, 3, 4], [1, 4], False),
+        ("baseline_vs_latest", [1], [1], True),
+        ("visit_2", [1, 2, 3], [2], False),
+        ("visit_4", [1, 2, 3], [], True),
+        ("first_2_visits", [1, 2, 3, 4], [1, 2], False),
+        ("last_3_visits", [1, 2, 3, 4], [2, 3, 4], False),
+        ("last_5_visits", [1, 2, 3], [1, 2, 3], True),
+    ],
+)
 def test_select_visits(vf, visits, kept, noted):
     got, note = select_visits(visits, vf)
     assert got == kept
@@ -39,7 +42,13 @@ def test_fact_table_from_metadata():
     facts = {f.domain: f for f in facts_from_doc(doc)}
     assert set(facts) == {"motor", "adl", "nonmotor"}
     m = facts["motor"]
-    assert (m.patient, m.visit, m.date, m.instrument, m.doc_id) == (7, 2, "2021-03-15", "updrs", "s-7-v2-updrs")
+    assert (m.patient, m.visit, m.date, m.instrument, m.doc_id) == (
+        7,
+        2,
+        "2021-03-15",
+        "updrs",
+        "s-7-v2-updrs",
+    )
     assert m.score == doc.metadata["score_motor"] == 14 - removed
     assert json.loads(doc.metadata["items_json"])["NP3RIGN"] is None
     assert m.missing == 1 and m.items["NP3RIGN"] is None and m.items["NP3GAIT"] == 2.0

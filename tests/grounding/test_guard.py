@@ -78,3 +78,14 @@ def test_out_of_plan_patient_is_caught(ledger):
 def test_no_regenerate_means_direct_fallback(ledger):
     res = guard_text(WRONG_NUMBER, ledger, None, lambda: FACTS_TEXT, plan_patients=(5,))
     assert res.record["fallback_used"] and res.record["rounds"] == 0 and res.text == FACTS_TEXT
+
+
+def test_empty_model_text_is_not_released() -> None:
+    from engine.grounding.guard import guard_text
+    from engine.types import FactValue
+
+    ledger = [FactValue("score", 14, patient=1, visit=1, domain="motor")]
+    res = guard_text("   ", ledger, None, lambda: "Patient 1, visit 1: motor 14.", plan_patients=[1])
+    assert res.record["fallback_used"] is True
+    assert res.record["rejected"]["unsupported"][0]["reason"] == "the model returned an empty text"
+    assert res.text == "Patient 1, visit 1: motor 14."
