@@ -35,7 +35,7 @@ from engine.config import Config
 from engine.contexts import Contexts, load_contexts
 from engine.grounding.guard import guard_text
 from engine.ledger import allowed_numbers, build_ledger, cohort_values
-from engine.llm.base import LLM, LLMRequest
+from engine.llm.base import LLM, LLMRequest, PromptTooLongError
 from engine.plan import check_patients, parse_query, plan_with_llm
 from engine.retrieve import retrieve_node
 from engine.route import route_after_retrieve
@@ -282,7 +282,15 @@ class Engine:
 
     def _generate(self, st: State, reqs: list[LLMRequest]) -> list[str]:
         assert self.llm is not None
-        out = self.llm.generate(reqs)
+        try:
+            out = self.llm.generate(reqs)
+        except PromptTooLongError as e:
+            if len(reqs) > 1:  # one long prompt must not cost the others their generation
+                return [self._generate(st, [r])[0] for r in reqs]
+            # nothing is sent; the empty text fails the guard, so the facts text is released
+            st.skipped_calls += 1
+            st.notes = [*st.notes, f"{reqs[0].agent}: {e}; the facts text is used instead"]
+            return [""]
         st.llm_calls += len(reqs)
         if len(out) != len(reqs):
             raise RuntimeError(f"LLM backend returned {len(out)} texts for {len(reqs)} requests")
@@ -400,6 +408,7 @@ def aggregate_verification(st: State) -> dict[str, Any]:
             "final": final_calls,
             "regenerations": rounds,
             "total": st.llm_calls,
+            "skipped_prompt_too_long": st.skipped_calls,
         },
         "per_agent": recs,
     }

@@ -42,6 +42,7 @@ class State:
     screening: list[dict[str, Any]] = field(default_factory=list)
     llm_calls: int = 0
     planner_calls: int = 0
+    skipped_calls: int = 0  # requests not sent: prompt longer than the model's context
     trace: list[TraceEntry] = field(default_factory=list)
 
     def update(self, changes: dict[str, Any]) -> None:

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 
+class PromptTooLongError(ValueError):
+    """The prompt does not fit the model's context window; the engine releases the facts text."""
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     system: str

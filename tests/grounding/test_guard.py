@@ -85,7 +85,9 @@ def test_empty_model_text_is_not_released() -> None:
     from engine.types import FactValue
 
     ledger = [FactValue("score", 14, patient=1, visit=1, domain="motor")]
-    res = guard_text("   ", ledger, None, lambda: "Patient 1, visit 1: motor 14.", plan_patients=[1])
+    res = guard_text(
+        "   ", ledger, None, lambda: "Patient 1, visit 1: motor 14.", plan_patients=[1]
+    )
     assert res.record["fallback_used"] is True
     assert res.record["rejected"]["unsupported"][0]["reason"] == "the model returned an empty text"
     assert res.text == "Patient 1, visit 1: motor 14."
