@@ -12,26 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ]
-    )
-    for m in names
-}
+from kb_store.dates import MONTHS  # one month table for ingest and grounding
+
 _MON = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 
 #: Date spellings, most specific first. Groups: y, m, d (d optional) or mon (month name).
