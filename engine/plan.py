@@ -23,6 +23,19 @@ class UnknownPatientError(ValueError):
     """A plan names patient ids the KB does not hold."""
 
 
+#: spelled-out ordinals ("the third visit"), shared with the claim reader (engine.grounding.claims)
+WORD_ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+}
 WORD_NUMBERS = {
     "one": 1,
     "two": 2,
@@ -34,16 +47,7 @@ WORD_NUMBERS = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
+    **WORD_ORDINALS,
 }
 _NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
 _SEP = r"\s*(?:,|and|&|or|vs\.?|versus|/)\s*(?:(?:proj(?:ect)?[\s_-]*ids?|patients?|pts?|ids?)\s*)?#?\s*"

@@ -39,6 +39,7 @@ from functools import cache
 from typing import Any
 
 from engine.grounding.numbers import NumberToken, canonical, extract_numbers, normalise
+from engine.plan import WORD_ORDINALS
 from engine.types import FactValue, Plan
 
 CHANGE_KINDS = ("delta", "cumulative", "change", "pair")
@@ -71,18 +72,6 @@ UNKNOWN_ITEMS = (
     "hand tremor",
 )
 
-WORD_ORDINALS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
-}
 
 PATIENT_RE = re.compile(
     r"\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id|pt\.?)\s*(?:id\s*)?#?\s*(\d+)(?![\d.]\d)",
