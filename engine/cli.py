@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit", type=int, default=None, help="run only the first N queries per dataset"
     )
     ev.add_argument("--systems", default="single_pass,marag_unguarded,product")
+    ev.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the finished queries of an interrupted run in --out and run only the rest",
+    )
     _llm_flags(ev)
     ev.add_argument("--embedding", choices=["minilm", "hashing"], default=None)
     return ap

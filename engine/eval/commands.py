@@ -1,5 +1,10 @@
 """`marag eval`: run the evaluation harness and write the report (see docs/evaluation.md).
 
+An interrupted run keeps its finished queries in `records.partial.jsonl` beside the settings it ran
+with (`run.partial.json`); `--resume` reruns only the rest, and refuses when the settings differ, so
+one report never mixes models or decoding settings. A query counts as finished only when every
+selected system has its record; a half-finished query is run again in full.
+
 Exit code 0 when the run completed and the product kept its guarantee (hallucination rate 0.000
 and claim accuracy 1.000 on every query); 1 when the guarantee was violated (the report says
 where); 2 for usage errors (through the CLI's error handling).
@@ -32,12 +37,78 @@ def _command(args: Namespace, cfg: Config) -> str:
         parts += ["--embedding", args.embedding]
     if getattr(args, "model", None):
         parts += ["--model", args.model]
+    if getattr(args, "resume", False):
+        parts += ["--resume"]
     env = []
     if cfg.max_new_tokens != Config().max_new_tokens:
         env.append(f"MARAG_MAX_NEW_TOKENS={cfg.max_new_tokens}")
     if cfg.llm == "local" and cfg.number_safe is not None:
         parts += ["--number-safe", "on" if cfg.number_safe else "off"]
     return " ".join([*env, *map(shlex.quote, parts)])
+
+
+def _settings(args: Namespace, cfg: Config, version: str, systems: list[str]) -> dict[str, object]:
+    """What must match for records of two invocations to share one report (JSON-normalised)."""
+    settings = {
+        "query_set": version,
+        "queries": str(args.queries or ""),
+        "dataset": args.dataset,
+        "limit": args.limit,
+        "systems": systems,
+        "llm": cfg.llm,
+        "model": cfg.model,
+        "openai_model": cfg.openai_model if cfg.llm == "openai" else None,
+        "max_new_tokens": cfg.max_new_tokens,
+        "number_safe": cfg.number_safe_effective,
+        "planner": cfg.planner,
+        "embedding": cfg.embedding,
+    }
+    return json.loads(json.dumps(settings, default=str))
+
+
+def load_finished(
+    out_dir: Path, settings: dict[str, object], systems: list[str]
+) -> tuple[list[dict], list[str]]:
+    """Records of the queries an interrupted run finished, and notes saying what was kept.
+
+    Raises ValueError when the interrupted run's settings differ from this one's (naming each
+    differing setting) or when a partial line is not JSON (naming the file and line).
+    """
+    partial = out_dir / "records.partial.jsonl"
+    if not partial.exists():
+        return [], [f"--resume: no {partial} found; ran every query"]
+    notes: list[str] = []
+    side = out_dir / "run.partial.json"
+    if side.exists():
+        before = json.loads(side.read_text(encoding="utf-8"))
+        diff = [k for k in settings if before.get(k) != settings[k]]
+        if diff:
+            shown = ", ".join(f"{k}: {before.get(k)!r} then, {settings[k]!r} now" for k in diff)
+            raise ValueError(f"--resume: {side} was written with other settings ({shown})")
+    else:
+        notes.append(
+            f"--resume: {side.name} was missing (run before it was recorded); "
+            "the settings were taken to match on the caller's word"
+        )
+    recs: list[dict] = []
+    for n, line in enumerate(partial.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            recs.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--resume: {partial} line {n} is not JSON ({e.msg})") from e
+    by_query: dict[str, set[str]] = {}
+    for r in recs:
+        by_query.setdefault(r["id"], set()).add(r["system"])
+    done = {q for q, s in by_query.items() if set(systems) <= s}
+    kept = [r for r in recs if r["id"] in done and r["system"] in systems]
+    dropped = len(recs) - len(kept)
+    notes.append(
+        f"--resume: kept {len(done)} finished queries ({len(kept)} records) from an earlier run"
+        + (f"; dropped {dropped} records of unfinished queries" if dropped else "")
+    )
+    return kept, notes
 
 
 def run(args: Namespace, cfg: Config) -> int:
@@ -103,7 +174,19 @@ def run(args: Namespace, cfg: Config) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     partial = out_dir / "records.partial.jsonl"
-    partial.write_text("", encoding="utf-8")
+    side = out_dir / "run.partial.json"
+    settings = _settings(args, cfg, version, systems)
+    earlier: list[dict] = []
+    if getattr(args, "resume", False):
+        earlier, resume_notes = load_finished(out_dir, settings, systems)
+        notes += resume_notes
+        finished = {r["id"] for r in earlier}
+        selected = [q for q in selected if q.id not in finished]
+        print("\n".join(f"marag eval: {n}" for n in resume_notes), file=sys.stderr)
+    partial.write_text(
+        "".join(json.dumps(r, default=str) + "\n" for r in earlier), encoding="utf-8"
+    )
+    side.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
 
     def keep(rec) -> None:  # survives an interrupted run
         with partial.open("a", encoding="utf-8") as f:
@@ -121,12 +204,12 @@ def run(args: Namespace, cfg: Config) -> int:
         on_record=keep,
     )
     wall = time.perf_counter() - t0
-    recs = [r.to_dict() for r in records]
+    recs = earlier + [r.to_dict() for r in records]
     meta = {
         "title": f"{cfg.llm} backend",
         "command": _command(args, cfg),
         "query_set": f"{version} ({args.queries or 'engine/eval/queries_v1.json'})",
-        "n_queries": len(selected),
+        "n_queries": len({r["id"] for r in recs}),
         "datasets": {k: v.stats for k, v in datasets.items()},
         "llm": cfg.llm,
         "model": model,
@@ -137,10 +220,12 @@ def run(args: Namespace, cfg: Config) -> int:
         "kb": "; ".join(f"{k}: {v.stats.get('kb', '')}" for k, v in datasets.items()),
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_s": wall,
+        "wall_s_all_records": sum(float(r.get("wall_s") or 0) for r in recs),
         "notes": notes,
     }
     paths = write_report(out_dir, meta, recs)
     partial.unlink(missing_ok=True)
+    side.unlink(missing_ok=True)
     g = product_guarantee(recs)
     print(paths["md"].read_text(encoding="utf-8"))
     print(f"marag eval: wrote {paths['md']}, {paths['json']}, {paths['html']}", file=sys.stderr)

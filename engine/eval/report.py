@@ -89,7 +89,14 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         f"- Query set: {meta['query_set']} ({meta['n_queries']} queries run); LLM backend: "
         f"{meta['llm']} ({meta['model']}); systems: {', '.join(meta['systems'])}",
         f"- SBERT model: {meta['sbert_model']}; KB: {meta['kb']}",
-        f"- Date: {meta['date']}; total wall time {meta['wall_s']:.1f} s",
+        f"- Date: {meta['date']}; total wall time {meta['wall_s']:.1f} s"
+        + (
+            f" (this invocation; the systems' own times over all records sum to "
+            f"{meta['wall_s_all_records']:.1f} s)"
+            if any("--resume" in n for n in meta.get("notes", []))
+            and meta.get("wall_s_all_records") is not None
+            else ""
+        ),
         "",
     ]
     if meta.get("notes"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from engine.cli import main
 from engine.config import Config
 from engine.eval.harness import open_dataset, run_eval
@@ -96,3 +98,81 @@ def test_product_removes_planted_errors_that_baselines_keep(tmp_path: Path):
         dicts,
     )
     assert paths["md"].exists() and paths["html"].exists()
+
+
+class _Interrupted(BaseException):
+    """Stands in for Ctrl-C or a killed job partway through a run."""
+
+
+def _interrupt_after(monkeypatch, n_records: int) -> None:
+    import engine.eval.harness as harness
+
+    real = harness.run_eval
+
+    def cut(*args, on_record=None, **kw):
+        seen = []
+
+        def keep(rec):
+            on_record(rec)
+            seen.append(rec)
+            if len(seen) == n_records:
+                raise _Interrupted
+
+        return real(*args, on_record=keep, **kw)
+
+    monkeypatch.setattr(harness, "run_eval", cut)
+
+
+def _eval_args(out: Path, *extra: str) -> list[str]:
+    return [
+        "eval",
+        "--limit",
+        "2",
+        "--dataset",
+        "synthetic",
+        "--embedding",
+        "hashing",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_resume_keeps_finished_queries_and_reruns_the_half_done_one(
+    tmp_path: Path, monkeypatch, capsys
+):
+    out = tmp_path / "eval"
+    _interrupt_after(monkeypatch, 4)  # query 1 has all 3 systems, query 2 only one
+    with pytest.raises(_Interrupted):
+        main(_eval_args(out))
+    monkeypatch.undo()
+    partial = [json.loads(x) for x in (out / "records.partial.jsonl").read_text().splitlines()]
+    assert len(partial) == 4 and (out / "run.partial.json").exists()
+    first = partial[0]["id"]
+    # Mark a kept record so the report proves it was reused, not recomputed.
+    partial[0]["wall_s"] = 4321.0
+    (out / "records.partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in partial))
+
+    assert main(_eval_args(out, "--resume")) == 0
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["meta"]["n_queries"] == 2 and len(doc["records"]) == 6
+    assert doc["meta"]["command"].endswith("--resume")
+    kept = [r for r in doc["records"] if r["id"] == first and r["wall_s"] == 4321.0]
+    assert len(kept) == 1
+    assert any("kept 1 finished queries (3 records)" in n for n in doc["meta"]["notes"])
+    assert any("dropped 1 records" in n for n in doc["meta"]["notes"])
+    assert not (out / "records.partial.jsonl").exists() and not (out / "run.partial.json").exists()
+    assert "this invocation" in (out / "report.md").read_text()
+
+
+def test_resume_refuses_records_made_with_other_settings(tmp_path: Path, monkeypatch, capsys):
+    out = tmp_path / "eval"
+    _interrupt_after(monkeypatch, 3)
+    with pytest.raises(_Interrupted):
+        main(_eval_args(out))
+    monkeypatch.undo()
+    rc = main([*_eval_args(out, "--resume"), "--systems", "product"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "run.partial.json" in err and "systems" in err
+    # The interrupted run's records are still there to resume with the right settings.
+    assert len((out / "records.partial.jsonl").read_text().splitlines()) == 3
