@@ -64,12 +64,33 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def product_guarantee(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     prod = [r for r in records if r["system"] == "product"]
     bad = [r["id"] for r in prod if r["hallucination_rate"] > 0 or r["claim_accuracy"] < 1.0]
+    by_agent: dict[str, int] = {}
+    for r in prod:
+        for a in r.get("fallback_agents") or []:
+            by_agent[a] = by_agent.get(a, 0) + 1
     return {
         "queries": len(prod),
         "violations": bad,
         "holds": not bad,
         "fallback_used": sum(bool(r.get("fallback_used")) for r in prod),
+        "fallback_agents": dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "regenerated": sum(int(r.get("regenerations") or 0) > 0 for r in prod),
     }
+
+
+def _fallback_line(g: dict[str, Any]) -> str:
+    """How much of the released prose was the model's: the issue asks for the count."""
+    n, q = g["fallback_used"], g["queries"]
+    line = f"facts-text fallback used on {n} of {q} queries"
+    if g.get("fallback_agents"):
+        parts = ", ".join(f"{a} {k}" for a, k in g["fallback_agents"].items())
+        line += f" (agent texts replaced: {parts})"
+    if "regenerated" in g:
+        line += f"; critique-and-regenerate ran on {g['regenerated']} of {q}"
+    line += "."
+    if q and n * 2 > q:
+        line += " The model's prose was replaced by the facts text on most queries."
+    return line
 
 
 def _fmt(x: Any) -> str:
@@ -104,7 +125,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
     lines += [
         f"Product guarantee (hallucination rate 0.000 and claim accuracy 1.000 on every query): "
         f"{'HOLDS' if guarantee['holds'] else 'VIOLATED on ' + ', '.join(guarantee['violations'])}; "
-        f"facts-text fallback used on {guarantee['fallback_used']} of {guarantee['queries']} queries.",
+        + _fallback_line(guarantee),
         "",
     ]
     head = [

@@ -176,3 +176,26 @@ def test_resume_refuses_records_made_with_other_settings(tmp_path: Path, monkeyp
     assert rc == 2 and "run.partial.json" in err and "systems" in err
     # The interrupted run's records are still there to resume with the right settings.
     assert len((out / "records.partial.jsonl").read_text().splitlines()) == 3
+
+
+def test_guarantee_counts_replaced_agent_texts_and_says_when_most_were_replaced():
+    def rec(i: int, agents: list[str], regen: int) -> dict:
+        return {
+            "id": f"q{i}",
+            "system": "product",
+            "hallucination_rate": 0.0,
+            "claim_accuracy": 1.0,
+            "fallback_used": bool(agents),
+            "fallback_agents": agents,
+            "regenerations": regen,
+        }
+
+    g = product_guarantee([rec(1, ["final"], 2), rec(2, ["motor", "final"], 4), rec(3, [], 0)])
+    assert g["fallback_used"] == 2 and g["regenerated"] == 2
+    assert g["fallback_agents"] == {"final": 2, "motor": 1}
+    from engine.eval.report import _fallback_line
+
+    line = _fallback_line(g)
+    assert "2 of 3 queries (agent texts replaced: final 2, motor 1)" in line
+    assert "on most queries" in line
+    assert "on most queries" not in _fallback_line(product_guarantee([rec(1, [], 1)]))
