@@ -42,6 +42,8 @@ def _command(args: Namespace, cfg: Config) -> str:
     env = []
     if cfg.max_new_tokens != Config().max_new_tokens:
         env.append(f"MARAG_MAX_NEW_TOKENS={cfg.max_new_tokens}")
+    if cfg.torch_threads:
+        env.append(f"MARAG_TORCH_THREADS={cfg.torch_threads}")
     if cfg.llm == "local" and cfg.number_safe is not None:
         parts += ["--number-safe", "on" if cfg.number_safe else "off"]
     return " ".join([*env, *map(shlex.quote, parts)])
@@ -164,7 +166,12 @@ def run(args: Namespace, cfg: Config) -> int:
     model = (
         "none (deterministic facts text)"
         if llm is None
-        else str(getattr(llm, "model_name", None) or cfg.model or getattr(llm, "name", cfg.llm))
+        else str(
+            getattr(llm, "model_name", None)
+            or getattr(llm, "source", None)
+            or cfg.model
+            or getattr(llm, "name", cfg.llm)
+        )
     )
     if llm is None:
         notes.append(

@@ -17,8 +17,10 @@ from engine.llm.base import FakeLLM
 from engine.metrics import hashing_embedder
 
 
-def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys):
+def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys, monkeypatch):
     out = tmp_path / "eval"
+    monkeypatch.delenv("MARAG_MAX_NEW_TOKENS", raising=False)
+    monkeypatch.setenv("MARAG_TORCH_THREADS", "1")  # recorded so the command reproduces the run
     rc = main(
         [
             "eval",
@@ -34,7 +36,9 @@ def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys):
     )
     assert rc == 0
     doc = json.loads((out / "report.json").read_text())
-    assert doc["meta"]["command"].startswith("marag eval --llm facts --dataset synthetic")
+    assert doc["meta"]["command"].startswith(
+        "MARAG_TORCH_THREADS=1 marag eval --llm facts --dataset synthetic"
+    )
     assert doc["guarantee"]["holds"] and doc["meta"]["n_queries"] == 2
     systems = {r["system"] for r in doc["records"]}
     assert systems == {"single_pass", "marag_unguarded", "product"}
@@ -51,7 +55,10 @@ def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys):
         ):
             assert k in r
     md = (out / "report.md").read_text()
-    assert "marag eval --llm facts" in md and "| synthetic | single_session | product |" in md
+    assert (
+        "MARAG_TORCH_THREADS=1 marag eval --llm facts" in md
+        and "| synthetic | single_session | product |" in md
+    )
     assert "plotly" in (out / "report.html").read_text()[:5000].lower()
 
 
