@@ -228,6 +228,7 @@ def run(args: Namespace, cfg: Config) -> int:
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_s": wall,
         "wall_s_all_records": sum(float(r.get("wall_s") or 0) for r in recs),
+        "resumed_records": len(earlier),
         "notes": notes,
     }
     paths = write_report(out_dir, meta, recs)

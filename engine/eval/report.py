@@ -4,7 +4,7 @@ the aggregates) and a Plotly HTML chart (report.html), each stating the exact co
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
@@ -64,10 +64,7 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def product_guarantee(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     prod = [r for r in records if r["system"] == "product"]
     bad = [r["id"] for r in prod if r["hallucination_rate"] > 0 or r["claim_accuracy"] < 1.0]
-    by_agent: dict[str, int] = {}
-    for r in prod:
-        for a in r.get("fallback_agents") or []:
-            by_agent[a] = by_agent.get(a, 0) + 1
+    by_agent = Counter(a for r in prod for a in r.get("fallback_agents") or [])
     return {
         "queries": len(prod),
         "violations": bad,
@@ -79,7 +76,7 @@ def product_guarantee(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _fallback_line(g: dict[str, Any]) -> str:
-    """How much of the released prose was the model's: the issue asks for the count."""
+    """How much of the released prose was the model's rather than the facts text."""
     n, q = g["fallback_used"], g["queries"]
     line = f"facts-text fallback used on {n} of {q} queries"
     if g.get("fallback_agents"):
@@ -114,8 +111,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         + (
             f" (this invocation; the systems' own times over all records sum to "
             f"{meta['wall_s_all_records']:.1f} s)"
-            if any("--resume" in n for n in meta.get("notes", []))
-            and meta.get("wall_s_all_records") is not None
+            if meta.get("resumed_records")
             else ""
         ),
         "",
