@@ -17,24 +17,26 @@ from engine.llm.base import FakeLLM
 from engine.metrics import hashing_embedder
 
 
+def _eval_args(out: Path, *extra: str) -> list[str]:
+    return [
+        "eval",
+        "--limit",
+        "2",
+        "--dataset",
+        "synthetic",
+        "--embedding",
+        "hashing",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
 def test_marag_eval_limit_2_writes_the_report(tmp_path: Path, capsys, monkeypatch):
     out = tmp_path / "eval"
     monkeypatch.delenv("MARAG_MAX_NEW_TOKENS", raising=False)
     monkeypatch.setenv("MARAG_TORCH_THREADS", "1")  # recorded so the command reproduces the run
-    rc = main(
-        [
-            "eval",
-            "--limit",
-            "2",
-            "--dataset",
-            "synthetic",
-            "--embedding",
-            "hashing",
-            "--out",
-            str(out),
-        ]
-    )
-    assert rc == 0
+    assert main(_eval_args(out)) == 0
     doc = json.loads((out / "report.json").read_text())
     assert doc["meta"]["command"].startswith(
         "MARAG_TORCH_THREADS=1 marag eval --llm facts --dataset synthetic"
@@ -128,21 +130,6 @@ def _interrupt_after(monkeypatch, n_records: int) -> None:
         return real(*args, on_record=keep, **kw)
 
     monkeypatch.setattr(harness, "run_eval", cut)
-
-
-def _eval_args(out: Path, *extra: str) -> list[str]:
-    return [
-        "eval",
-        "--limit",
-        "2",
-        "--dataset",
-        "synthetic",
-        "--embedding",
-        "hashing",
-        "--out",
-        str(out),
-        *extra,
-    ]
 
 
 def test_resume_keeps_finished_queries_and_reruns_the_half_done_one(
