@@ -1,12 +1,13 @@
 """What every analysis page does first: the configuration for the chosen backend, the cached
-engine (or a clear message pointing to the Data page when there is no KB yet) and the clinical
-references for the charts."""
+engine (or a clear message pointing to the Data page when there is no KB yet), the clinical
+references for the charts, and, for the Patient, Compare and Cohort pages, the KB's patient ids
+and any plan handed over by "ask in words"."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import services
+from dashboard import services, widgets
 from dashboard.clinical import ClinicalRefs
 from dashboard.services import EngineHandle
 from engine.config import Config
@@ -51,3 +52,24 @@ def engine_or_stop() -> tuple[Config, EngineHandle, ClinicalRefs]:
     if refs.note:
         st.caption(f"Severity bands / MCID markers unavailable: {refs.note}")
     return cfg, handle, refs
+
+
+def open_analysis_page(
+    title: str,
+    *,
+    min_patients: int,
+    too_few: str,
+    pending_key: str,
+    analyses: tuple[str, ...],
+) -> tuple[Config, EngineHandle, ClinicalRefs, list[int]]:
+    """The header, the engine and the patient ids; stops with `too_few` when the KB has fewer
+    than `min_patients`. A plan parsed from words is moved into the widgets before they draw."""
+    st.header(title, divider="gray")
+    cfg, handle, refs = engine_or_stop()
+    ids = services.patient_ids(handle, cfg)
+    if len(ids) < min_patients:
+        st.warning(too_few)
+        st.stop()
+    widgets.take_pending(pending_key, analyses)
+    widgets.show_parsed_note()
+    return cfg, handle, refs, ids

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import report
 from dashboard.clinical import ClinicalRefs
@@ -116,6 +117,18 @@ def screening_notes(result: Result) -> None:
         with st.expander(f"Screening findings ({len(result.screening)})"):
             for s in result.screening:
                 st.markdown(f"- **{s.get('rule', 'finding')}**: {s.get('message', '')}")
+
+
+def summary_beside(result: Result) -> DeltaGenerator:
+    """The summary and its screening notes on the left; returns the right-hand column, which
+    starts with the flags, for the page's own charts and tables."""
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        summary_panel(result)
+        screening_notes(result)
+    with right:
+        flags_panel(result)
+    return right
 
 
 def export_buttons(

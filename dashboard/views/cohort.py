@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, services, tables, widgets
-from dashboard.page import engine_or_stop
+from dashboard import charts, render, tables, widgets
+from dashboard.page import open_analysis_page
 
 ANALYSES = ("cohort",)
 QUESTIONS = [
@@ -21,15 +21,13 @@ QUESTIONS = [
     "What is the average PDQ-8 score?",
 ]
 
-st.header("Cohort", divider="gray")
-cfg, handle, refs = engine_or_stop()
-ids = services.patient_ids(handle, cfg)
-if not ids:
-    st.warning("The knowledge base has no patients. Rebuild it on the Data page.")
-    st.stop()
-
-widgets.take_pending("question", ANALYSES)
-widgets.show_parsed_note()
+cfg, handle, refs, ids = open_analysis_page(
+    "Cohort",
+    min_patients=1,
+    too_few="The knowledge base has no patients. Rebuild it on the Data page.",
+    pending_key="question",
+    analyses=ANALYSES,
+)
 with st.container(border=True, key="plan_box"):
     question = st.selectbox(
         "Cohort question",

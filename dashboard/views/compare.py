@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, services, tables, widgets
-from dashboard.page import engine_or_stop
+from dashboard import charts, render, tables, widgets
+from dashboard.page import open_analysis_page
 
 ANALYSES = ("comparison",)
 
-st.header("Compare patients", divider="gray")
-cfg, handle, refs = engine_or_stop()
-ids = services.patient_ids(handle, cfg)
-if len(ids) < 2:
-    st.warning("A comparison needs at least two patients in the knowledge base.")
-    st.stop()
-
-widgets.take_pending("patients", ANALYSES)
-widgets.show_parsed_note()
+cfg, handle, refs, ids = open_analysis_page(
+    "Compare patients",
+    min_patients=2,
+    too_few="A comparison needs at least two patients in the knowledge base.",
+    pending_key="patients",
+    analyses=ANALYSES,
+)
 with st.container(border=True, key="plan_box"):
     patients = st.multiselect(
         "Patients (two or more)", ids, default=ids[:2], key="patients", bind="query-params"
@@ -37,12 +35,7 @@ if result is None:
     )
     st.stop()
 
-left, right = st.columns([2, 3], gap="large")
-with left:
-    render.summary_panel(result)
-    render.screening_notes(result)
-with right:
-    render.flags_panel(result)
+with render.summary_beside(result):
     st.subheader("Table B")
     st.caption(
         "Change from the previous selected visit; decrease = improvement; "

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, services, tables, widgets
-from dashboard.page import engine_or_stop
+from dashboard import charts, render, tables, widgets
+from dashboard.page import open_analysis_page
 
 ANALYSES = ("trajectory", "single_session")
 
-st.header("Patient", divider="gray")
-cfg, handle, refs = engine_or_stop()
-ids = services.patient_ids(handle, cfg)
-if not ids:
-    st.warning("The knowledge base has no patients. Rebuild it on the Data page.")
-    st.stop()
-
-widgets.take_pending("patient", ANALYSES)
-widgets.show_parsed_note()
+cfg, handle, refs, ids = open_analysis_page(
+    "Patient",
+    min_patients=1,
+    too_few="The knowledge base has no patients. Rebuild it on the Data page.",
+    pending_key="patient",
+    analyses=ANALYSES,
+)
 with st.container(border=True, key="plan_box"):
     c1, c2 = st.columns([1, 2])
     patient = c1.selectbox("Patient", ids, key="patient", bind="query-params")
@@ -41,12 +39,7 @@ if result is None:
     st.info("Choose a patient and the plan above, then press **Run**.", icon=":material/touch_app:")
     st.stop()
 
-left, right = st.columns([2, 3], gap="large")
-with left:
-    render.summary_panel(result)
-    render.screening_notes(result)
-with right:
-    render.flags_panel(result)
+with render.summary_beside(result):
     st.subheader("Trajectories")
     o1, o2 = st.columns(2)
     show_bands = o1.toggle("Severity bands", value=True, key="show_bands")
