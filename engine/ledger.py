@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.agents.common import SeriesRow
 from engine.contexts import Contexts
-from engine.types import Fact, FactValue
+from engine.types import Fact, FactValue, ValueKind
 
 ROUND_TOL = 0.005  # values shown at 2 decimals
 NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
@@ -168,31 +168,21 @@ def cohort_values(cohort: Mapping[str, Any] | None) -> list[FactValue]:
     if not cohort:
         return []
     out: list[FactValue] = []
+    per: tuple[tuple[ValueKind, str], ...] = (("slope", "visit"), ("slope_year", "year"))
     for s in cohort.get("slopes", []):
-        if s["slope"] is not None:
-            out.append(
-                FactValue(
-                    "slope",
-                    s["slope"],
-                    s["patient"],
-                    domain=s["domain"],
-                    tolerance=ROUND_TOL,
-                    label="least-squares slope, points per visit",
-                    source="computed",
+        for kind, unit in per:
+            if s[kind] is not None:
+                out.append(
+                    FactValue(
+                        kind,
+                        s[kind],
+                        s["patient"],
+                        domain=s["domain"],
+                        tolerance=ROUND_TOL,
+                        label=f"least-squares slope, points per {unit}",
+                        source="computed",
+                    )
                 )
-            )
-        if s["slope_year"] is not None:
-            out.append(
-                FactValue(
-                    "slope_year",
-                    s["slope_year"],
-                    s["patient"],
-                    domain=s["domain"],
-                    tolerance=ROUND_TOL,
-                    label="least-squares slope, points per year",
-                    source="computed",
-                )
-            )
         out.append(
             FactValue(
                 "count",
