@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.grounding.claims import LedgerIndex, check_text, ledger_tokens
+from engine.grounding.claim_report import check_text
+from engine.grounding.ledger_index import LedgerIndex, ledger_tokens
 from engine.grounding.numbers import paper_tokens
 from engine.types import FactValue, Plan
 

@@ -17,38 +17,13 @@ from collections.abc import Sequence
 from engine.llm.base import LLM, LLMRequest
 from engine.prompts import load_prompt
 from engine.types import ANALYSES, INSTRUMENTS, VISIT_FILTER_RE, Plan
+from engine.vocabulary import WORD_NUMBERS
 
 
 class UnknownPatientError(ValueError):
     """A plan names patient ids the KB does not hold."""
 
 
-#: spelled-out ordinals ("the third visit"), shared with the claim reader (engine.grounding.claims)
-WORD_ORDINALS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
-}
-WORD_NUMBERS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    **WORD_ORDINALS,
-}
 _NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
 _SEP = r"\s*(?:,|and|&|or|vs\.?|versus|/)\s*(?:(?:proj(?:ect)?[\s_-]*ids?|patients?|pts?|ids?)\s*)?#?\s*"
 PATIENT_RE = re.compile(

@@ -22,7 +22,7 @@ from engine.config import REPO_ROOT, Config
 from engine.eval import gold as gold_mod
 from engine.eval.baselines import single_pass
 from engine.eval.queries import EvalQuery
-from engine.grounding.claims import LedgerIndex
+from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.llm.base import LLM
 from engine.pipeline import Engine

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.grounding.claims import ClaimReport, LedgerIndex, check_text
+from engine.grounding.claim_report import ClaimReport, check_text
+from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import paper_tokens
 from engine.types import FactValue
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kb_store.dates import MONTHS  # one month table for ingest and grounding
-
-_MON = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+from engine.vocabulary import MONTH_PATTERN as _MON
+from engine.vocabulary import MONTHS
 
 #: Date spellings, most specific first. Groups: y, m, d (d optional) or mon (month name).
 DATE_PATTERNS: tuple[re.Pattern[str], ...] = (

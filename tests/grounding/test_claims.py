@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.grounding.claims import check_text, extract_claims
+from engine.grounding.claim_report import check_text, extract_claims
 from engine.grounding.numbers import extract_numbers, paper_tokens
 from engine.types import Plan
 

@@ -1,0 +1,120 @@
+"""Claim-level grounding (issue 6): each number in a text is read with its context (reader.py)
+and checked against the fact for that context in the run's ledger (verdict.py); this module
+assembles the report of one text: its claims, the visit-order check and the accuracy figures.
+
+A *claim* is one number plus what the text says it is: patient, visit (number, "baseline", "latest",
+or a date), reference visit for changes, domain or item, and kind (score, item, change from the
+previous visit, change from baseline, slope per visit/per year, mean/max/min, rank, count,
+threshold, PDQ-8 summary index), plus a direction word ("improved", "worsened", ...) when one is
+bound to it. Identifiers are claims too: a patient id must be in the plan, a visit must exist for
+the patient, a date must be that patient's (and that visit's) date.
+
+Scoping rule (docs/grounding.md):
+- The *patient* carries over within a paragraph (until another patient cue); a cue naming several
+  patients ("patients 3 and 8") clears it.
+- *Visit*, *domain* and *item* carry over within a sentence, left to right. Cues inside
+  parentheses apply inside them only (the state is restored at ")"). An item ends at ";", at a new
+  domain or item cue, and at the end of the sentence.
+- A visit written right after a number ("14 at visit 3", "9 at baseline", "12 (visit 2)") binds
+  to that number and becomes the running visit.
+- Kind cues are read in the window after the number (up to the next number, 60 characters) and
+  then in the words just before it: "from baseline"/"since visit 1" (cumulative), "from the
+  previous visit"/"from visit k" (change from visit k), "per visit"/"slope", "per year", "MCID",
+  "cut-off", "average", "highest", "lowest", "ranked", "N visits/patients". A signed number or a
+  change verb before it ("increased by") makes a change whose reference is unknown (accepted as
+  a change from the previous visit or from baseline).
+- A direction word binds to the nearest change claim before it in the sentence (else the next
+  one after it) and must agree with the sign of the fact (decrease = improvement).
+A number with neither a domain/item, an explicit kind nor a visit has *no recoverable context*:
+it falls back to the lenient check (its value occurs among the ledger's numeric tokens) and is
+counted separately. A claim with partial context is checked against every fact consistent with
+the context it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.grounding.claim import Claim
+from engine.grounding.ledger_index import LedgerIndex
+from engine.grounding.numbers import normalise
+from engine.grounding.reader import Anchor, read_claims
+from engine.grounding.verdict import judge
+from engine.types import FactValue, Plan
+
+
+@dataclass
+class ClaimReport:
+    claims: list[Claim]
+    order_violations: list[dict[str, Any]]
+    temporal_fidelity: float
+    temporal_fidelity_strict: float
+
+    @property
+    def with_context(self) -> list[Claim]:
+        return [c for c in self.claims if c.context]
+
+    @property
+    def without_context(self) -> list[Claim]:
+        return [c for c in self.claims if not c.context]
+
+    @property
+    def claim_accuracy(self) -> float:
+        ctx = self.with_context
+        return sum(c.status == "correct" for c in ctx) / len(ctx) if ctx else 1.0
+
+    @property
+    def unsupported(self) -> list[Claim]:
+        return [c for c in self.claims if not c.supported]
+
+
+# ---------------------------------------------------------------- ledger index
+
+
+def check_text(
+    text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
+) -> ClaimReport:
+    """Extract and check every claim; also the visit-order check behind temporal fidelity."""
+    idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
+    plan_patients = set(plan.patients) if isinstance(plan, Plan) else set(plan or ())
+    allowed = plan_patients or idx.patients
+    reading = read_claims(normalise(text), idx)
+    for cl in reading.claims:
+        judge(cl, idx, allowed)
+    violations = _order_violations(reading.anchors)
+    vs = reading.all_visits
+    strict = 1.0 if all(a <= b for a, b in zip(vs, vs[1:], strict=False)) else 0.0
+    return ClaimReport(reading.claims, violations, 0.0 if violations else 1.0, strict)
+
+
+def extract_claims(
+    text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
+) -> list[Claim]:
+    """Claims of `text`, each checked against `ledger` (see module docstring for the rules)."""
+    return check_text(text, ledger, plan).claims
+
+
+def _order_violations(anchors: list[Anchor]) -> list[dict[str, Any]]:
+    """Within one paragraph, patient and domain, the visits a text is about must not go backwards."""
+    last: dict[tuple, tuple[int, int]] = {}
+    out = []
+    seen: set[tuple] = set()
+    for key, v, pos in sorted(anchors, key=lambda a: a[2]):
+        if key in last and v < last[key][0] and (key, v, last[key][0]) not in seen:
+            seen.add((key, v, last[key][0]))
+            out.append(
+                {
+                    "span": [pos, pos],
+                    "visit": v,
+                    "after_visit": last[key][0],
+                    "patient": key[1],
+                    "domain": key[2],
+                    "reason": f"visit {v} is mentioned after visit {last[key][0]} "
+                    f"({'patient ' + str(key[1]) if key[1] is not None else 'no patient'}, "
+                    f"{key[2] or 'no domain'}): visits out of order",
+                }
+            )
+        last[key] = (max(v, last.get(key, (v, 0))[0]), pos)
+    return out

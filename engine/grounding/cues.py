@@ -1,0 +1,243 @@
+"""Reading a text's structure for the claim reader: its sentences (with paragraph index) and its
+cues (patient, visit, reference visit, domain and item mentions, parentheses, semicolons) with
+their spans, and the kind cue around each number. Vocabulary in vocabulary.py."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from engine.grounding.numbers import NumberToken
+from engine.grounding.vocabulary import (
+    BASELINE_RE,
+    DOMAIN_RE,
+    KIND_AFTER,
+    KIND_BEFORE,
+    LATEST_RE,
+    ORD_VISIT_RE,
+    PATIENT_RE,
+    PATIENTS_RE,
+    REF_BEFORE_RE,
+    VISITS_RE,
+    item_vocabulary,
+)
+from engine.vocabulary import WORD_ORDINALS
+
+
+@dataclass
+class Cue:
+    start: int
+    end: int
+    kind: (
+        str  # patient, patients, visit, ref_visit, domain, item, paren_open, paren_close, semicolon
+    )
+    value: Any = None
+    num_spans: tuple[tuple[int, int], ...] = ()
+    range_end: bool = False  # end of a span ("between baseline and visit 4") or a list: no anchor
+
+
+def sentences(text: str) -> list[tuple[int, int, int]]:
+    """(paragraph index, start, end) of each sentence."""
+    out = []
+    for pi, pm in enumerate(re.finditer(r"(?:[^\n]|\n(?!\s*\n))+", text)):
+        pstart = pm.start()
+        para = pm.group()
+        last = 0
+        for sm in re.finditer(r"(?<=[.!?:])\s+(?=[A-Z(*\-•#\d])|\n", para):
+            if sm.start() > last:
+                # don't split after "vs." or "e.g."
+                prev = para[max(0, sm.start() - 4) : sm.start()].lower()
+                if (
+                    prev.endswith(("vs.", "e.g.", "i.e."))
+                    or para[sm.start() - 1] == ":"
+                    and "\n" not in sm.group()
+                ):
+                    continue
+                out.append((pi, pstart + last, pstart + sm.start()))
+            last = sm.end()
+        if last < len(para):
+            out.append((pi, pstart + last, pstart + len(para)))
+    return out
+
+
+class _Taken:
+    """Character positions already claimed by a cue: the first pattern to match a span wins."""
+
+    def __init__(self, n: int):
+        self.flags = [False] * n
+
+    def mark(self, a: int, b: int) -> bool:
+        if any(self.flags[a:b]):
+            return False
+        for i in range(a, b):
+            self.flags[i] = True
+        return True
+
+
+def _digit_spans(m: re.Match[str]) -> tuple[tuple[int, int], ...]:
+    return tuple(
+        (m.start() + x.start(), m.start() + x.end()) for x in re.finditer(r"\d+", m.group())
+    )
+
+
+def _patient_cues(text: str, taken: _Taken) -> list[Cue]:
+    cues = []
+    for m in PATIENTS_RE.finditer(text):
+        if taken.mark(m.start(), m.end()):
+            spans = _digit_spans(m)
+            cues.append(
+                Cue(m.start(), m.end(), "patients", [int(text[a:b]) for a, b in spans], spans)
+            )
+    for m in PATIENT_RE.finditer(text):
+        if taken.mark(m.start(), m.end()):
+            cues.append(
+                Cue(m.start(), m.end(), "patient", int(m.group(1)), ((m.start(1), m.end(1)),))
+            )
+    return cues
+
+
+def _visit_cues_of(text: str, m: re.Match[str]) -> list[Cue]:
+    """The cue(s) of one 'visit N' / 'visits 2, 3 and 4' / 'visits 1-3' mention."""
+    spans = _digit_spans(m)
+    vals = [int(text[a:b]) for a, b in spans]
+    if len(vals) == 2 and re.search(r"\d\s*(?:-|to|through)\s*\d", m.group()) and vals[1] > vals[0]:
+        vals_all = list(range(vals[0], vals[1] + 1))
+    else:
+        vals_all = vals
+    before = text[max(0, m.start() - 40) : m.start()]
+    onward = re.match(r"\s*(?:onwards?|on)\b", text[m.end() : m.end() + 10], re.I)
+    span_end = re.search(
+        r"(?:between|from)\s+(?:the\s+)?(?:baseline|(?:visit|session|assessment)\s*\d+)"
+        r"\s+(?:and|to|through)\s+(?:the\s+)?$",
+        before,
+        re.I,
+    )
+    if len(vals) == 1 and REF_BEFORE_RE.search(before) and not onward and not span_end:
+        return [Cue(m.start(), m.end(), "ref_visit", vals[0], spans)]
+    if re.search(r"\bbetween\s+$", before, re.I) and len(vals) == 2:
+        return [
+            Cue(m.start(), m.end(), "ref_visit", vals[0], spans[:1]),
+            Cue(m.start(), m.end(), "visit", vals[1], spans[1:]),
+        ]
+    return [
+        Cue(
+            m.start(),
+            m.end(),
+            "visit",
+            vals_all if len(vals_all) > 1 else vals[0],
+            spans,
+            range_end=bool(span_end) or len(vals_all) > 1,
+        )
+    ]
+
+
+def _visit_cues(text: str, taken: _Taken) -> list[Cue]:
+    cues = []
+    for m in VISITS_RE.finditer(text):
+        if taken.mark(m.start(), m.end()):
+            cues.extend(_visit_cues_of(text, m))
+    for m in ORD_VISIT_RE.finditer(text):
+        if taken.mark(m.start(), m.end()):
+            v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]
+            spans = ((m.start(1), m.end(1)),) if m.group(1) else ()
+            before = text[max(0, m.start() - 40) : m.start()]
+            kind = "ref_visit" if REF_BEFORE_RE.search(before.replace("the ", "")) else "visit"
+            cues.append(Cue(m.start(), m.end(), kind, v, spans))
+    for m in BASELINE_RE.finditer(text):
+        if taken.mark(m.start(), m.end()):
+            before = text[max(0, m.start() - 40) : m.start()]
+            kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
+            cues.append(Cue(m.start(), m.end(), kind, 1))
+    for m in re.finditer(
+        r"\b(?:the\s+)?(?:previous|prior|preceding)\s+(?:visit|session|assessment)\b", text, re.I
+    ):
+        if taken.mark(m.start(), m.end()):
+            cues.append(Cue(m.start(), m.end(), "ref_visit", "previous"))
+    for m in LATEST_RE.finditer(text):
+        if taken.mark(m.start(), m.end()):
+            cues.append(Cue(m.start(), m.end(), "visit", "latest"))
+    return cues
+
+
+def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
+    cues = []
+    for pat, codes, doms in item_vocabulary():
+        for m in pat.finditer(text):
+            if taken.mark(m.start(), m.end()):
+                cues.append(Cue(m.start(), m.end(), "item", (codes, doms, m.group())))
+    for pat, dom in DOMAIN_RE:
+        for m in pat.finditer(text):
+            if taken.mark(m.start(), m.end()):
+                cues.append(Cue(m.start(), m.end(), "domain", dom))
+    return cues
+
+
+_PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
+
+
+def find_cues(text: str) -> list[Cue]:
+    """Every cue of `text`, in text order (patients, then visits, items and domains claim their
+    spans in that order of precedence; punctuation inside a cue is not a cue)."""
+    taken = _Taken(len(text))
+    cues = _patient_cues(text, taken) + _visit_cues(text, taken)
+    cues += _domain_and_item_cues(text, taken)
+    for m in re.finditer(r"[();]", text):
+        if not taken.flags[m.start()]:
+            cues.append(Cue(m.start(), m.end(), _PUNCTUATION[m.group()]))
+    cues.sort(key=lambda c: (c.start, c.end))
+    return cues
+
+
+def kind_for(
+    tok: NumberToken, text: str, s_start: int, prev_end: int, next_start: int
+) -> tuple[str | None, str]:
+    """(the kind cue of a number, the window after it that was read for one)."""
+    if re.search(
+        r"\brank\s+\d+\s*:\s*patient\s+\d+\s*,\s*$",
+        text[max(s_start, tok.start - 40) : tok.start],
+        re.I,
+    ):
+        return "ranked", ""
+    window = text[tok.end : min(next_start, tok.end + 60)]
+    after = re.split(r"[,;]|\s(?:and|while|but)\s", window)[0]
+    before = text[max(s_start, prev_end, tok.start - 50) : tok.start]
+    for pat, k in KIND_AFTER:
+        if pat.search(after):
+            return k, after
+    for pat, k in KIND_BEFORE:
+        if pat.search(before):
+            return k, after
+    by_token = {"percent": "percent", "ordinal": "rank"}
+    if tok.kind in by_token:
+        return by_token[tok.kind], after
+    return ("change" if tok.signed else None), after
+
+
+def next_domain(text: str, s_cues: list[Cue], c: Cue, default: str | None) -> str | None:
+    """The domain a visit mention introduces: the first domain cue after it, before the next
+    visit or patient cue of the sentence ("visit 1 (date), ADL = 23"); else the running one."""
+    for o in s_cues:
+        if o.start <= c.start:
+            continue
+        if o.kind in ("visit", "patient", "patients"):
+            break
+        if o.kind == "domain":
+            gap = re.sub(r"\([^()]*\)", "", text[c.end : o.start])
+            return o.value if re.fullmatch(r"[\s,:=-]*", gap) else default
+    return default
+
+
+def clause_patient(s_cues: list[Cue], pos: int, default: int | None) -> int | None:
+    """The first patient cue of the clause starting at `pos` (up to ";" or sentence end) governs
+    the clause from its start ("rank 2: patient 7, 18"); else the running patient."""
+    for c in s_cues:
+        if c.start < pos:
+            continue
+        if c.kind == "semicolon":
+            break
+        if c.kind == "patient":
+            return c.value
+        if c.kind == "patients":
+            return None
+    return default

@@ -1,0 +1,97 @@
+"""The ledger index: look-ups over a run's ledger (FactValue list) by kind and context, the
+patients, visits and dates it knows, and its numeric tokens (the paper's N_facts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from engine.grounding.numbers import canonical
+from engine.types import FactValue
+
+
+class LedgerIndex:
+    """Look-ups over the ledger: facts by kind and context, patients, visits, dates, tokens."""
+
+    def __init__(self, ledger: Sequence[FactValue]):
+        self.ledger = list(ledger)
+        self.patients = {f.patient for f in self.ledger if f.patient is not None}
+        self.visits: dict[int | None, set[int]] = {}
+        self.dates: dict[int | None, dict[str, int | None]] = {}
+        self.items_known = {f.item for f in self.ledger if f.kind == "item" and f.item}
+        for f in self.ledger:
+            if f.visit is not None:
+                self.visits.setdefault(f.patient, set()).add(int(f.visit))
+                self.visits.setdefault(None, set()).add(int(f.visit))
+            if f.kind == "visit" and f.patient is not None:
+                self.visits.setdefault(f.patient, set()).add(int(f.value))
+                self.visits.setdefault(None, set()).add(int(f.value))
+            if f.date:
+                self.dates.setdefault(f.patient, {})[f.date] = f.visit
+                self.dates.setdefault(None, {})[f.date] = f.visit
+        self.tokens = ledger_tokens(self.ledger)
+        self._by_kind: dict[str, list[FactValue]] = {}
+        self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}
+        for f in self.ledger:
+            self._by_kind.setdefault(f.kind, []).append(f)
+            self._by_kp.setdefault((f.kind, f.patient), []).append(f)
+
+    def find(
+        self, kinds: Iterable[str], *, patient=None, visit=None, domain=None, items=None
+    ) -> list[FactValue]:
+        out = []
+        for kind in dict.fromkeys(kinds):
+            pool = (
+                self._by_kp.get((kind, patient), []) + self._by_kp.get((kind, None), [])
+                if patient is not None
+                else self._by_kind.get(kind, [])
+            )
+            out.extend(self._filter(pool, patient, visit, domain, items))
+        return out
+
+    @staticmethod
+    def _filter(pool: list[FactValue], patient, visit, domain, items) -> list[FactValue]:
+        out = []
+        for f in pool:
+            if patient is not None and f.patient is not None and f.patient != patient:
+                continue
+            if visit is not None and f.visit != visit:
+                continue
+            if domain is not None and f.domain is not None and f.domain != domain:
+                continue
+            if (
+                domain is not None
+                and f.domain is None
+                and f.kind in ("score", "item", "delta", "cumulative")
+            ):
+                continue
+            if items is not None and f.item not in items:
+                continue
+            out.append(f)
+        return out
+
+    def latest_visit(self, patient: int | None) -> int | None:
+        vs = self.visits.get(patient) if patient is not None else None
+        return max(vs) if vs else None
+
+    def visit_of_date(self, patient: int | None, iso: str) -> int | None:
+        return self.dates.get(patient, {}).get(iso)
+
+
+def ledger_tokens(ledger: Sequence[FactValue]) -> set[str]:
+    """N_facts: the numeric tokens of the (extended) fact table: every ledger value, patient id,
+    visit index and date part; non-integer values also as shown rounded to 0, 1 and 2 decimals."""
+    toks: set[str] = set()
+    for f in ledger:
+        v = float(f.value)
+        if f.kind != "date":
+            toks.add(canonical(v))
+            if not v.is_integer():
+                for d in (0, 1, 2):
+                    toks.add(canonical(round(v, d)))
+        if f.patient is not None:
+            toks.add(canonical(f.patient))
+        if f.visit is not None:
+            toks.add(canonical(f.visit))
+        if f.date:
+            toks.update(canonical(float(p)) for p in f.date.split("-") if p.isdigit())
+    return toks

@@ -1,0 +1,194 @@
+"""What the claim reader recognises: domain, visit, patient and kind cues, direction words, and
+the item phrases, codes and item counts of every instrument profile (kb_store/profiles).
+
+Data and compiled patterns only; the reading rules are in reader.py, the checking in verdict.py.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from kb_store.profiles import PROFILE_DIR, load_profile
+
+CHANGE_KINDS = ("delta", "cumulative", "change", "pair")
+SIGNED_KINDS = CHANGE_KINDS + ("slope", "slope_year")
+ROUNDED_KINDS = ("slope", "slope_year", "mean", "pdq8_si", "threshold")
+
+DOMAIN_CUES: tuple[tuple[str, str], ...] = (
+    (r"motor experiences of daily living", "adl"),
+    (r"activities of daily living|daily living|\badls?\b|part\s+(?:ii|2)\b|updrs[- ]?ii\b", "adl"),
+    (r"non[- ]?motor|part\s+(?:i|1)\b|updrs[- ]?i\b", "nonmotor"),
+    (r"quality[- ]of[- ]life|\bqol\b|pdq[- ]?8|pdq8", "qol"),
+    (r"\bmotor\b|part\s+(?:iii|3)\b|updrs[- ]?iii\b", "motor"),
+    (r"total burden|\bupdrs total\b|\btotal score\b|\btotal\b", "total"),
+)
+DOMAIN_RE = [(re.compile(p, re.I), d) for p, d in DOMAIN_CUES]
+
+#: Symptom words that are not items of any profile in use: a number attached to one is a made-up item.
+UNKNOWN_ITEMS = (
+    "dyskinesia",
+    "dyskinesias",
+    "dystonia",
+    "akinesia",
+    "memory",
+    "balance score",
+    "orthostatic",
+    "weight",
+    "mood score",
+    "hand tremor",
+)
+
+
+PATIENT_RE = re.compile(
+    r"\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id|pt\.?)\s*(?:id\s*)?#?\s*(\d+)(?![\d.]\d)",
+    re.I,
+)
+PATIENTS_RE = re.compile(
+    r"\b(?:patients|participants|proj(?:ect)?[ _-]?ids)\s+#?(\d+)((?:\s*(?:,|and|&|vs\.?|versus)\s*#?\d+)+)",
+    re.I,
+)
+VISIT_WORD = r"(?:visit|session|assessment|v)"
+VISITS_RE = re.compile(
+    rf"\b{VISIT_WORD}s\s*#?\s*(\d+)((?:\s*(?:-|to|through|and|,|&)\s*(?:{VISIT_WORD}\s*)?\d+)*)(?![\d.]\d)"
+    rf"|\b{VISIT_WORD}\s*#?\s*(\d+)((?:\s*(?:-|through)\s*\d+)?)(?![\d.]\d)",
+    re.I,
+)
+ORD_VISIT_RE = re.compile(
+    r"\b(?:(\d+)(?:st|nd|rd|th)|(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth))"
+    r"\s+(?:visit|session|assessment)",
+    re.I,
+)
+BASELINE_RE = re.compile(r"\bbaseline\b", re.I)
+LATEST_RE = re.compile(
+    r"\b(?:latest|last|most recent|final|current)\s+(?:visit|session|assessment)\b", re.I
+)
+REF_BEFORE_RE = re.compile(
+    r"(?:from|since|vs\.?|versus|relative to|compared (?:with|to)|over|than(?: at)?|between)\s+(?:the\s+)?$",
+    re.I,
+)
+
+KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), k)
+    for p, k in (
+        (r"per\s+year|/\s*y(?:ea)?r\b|a\s+year\b|per\s+annum|annuali[sz]ed|yearly", "slope_year"),
+        (r"per\s+visit|/\s*visit|each\s+visit|a\s+visit\b|\bslope\b", "slope"),
+        (r"^\s*(?:visits|sessions|assessments)\b", "count_visits"),
+        (r"^\s*(?:patients|participants|subjects)\b", "count_patients"),
+        (r"^\s*(?:of\s+\d+\s+)?items?\b", "count_items"),
+        (r"summary index|\bSI\b", "pdq8_si"),
+    )
+)
+KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), k)
+    for p, k in (
+        (r"\bslope\b[^.;]{0,40}$", "slope"),
+        (
+            r"\b(?:mcid|minimal clinically important difference|cut-?off|threshold)s?\s*(?:of|is|=|:|at)?\s*"
+            r"(?:about\s+)?$",
+            "threshold",
+        ),
+        (r"\bat or (?:above|below)\s*$|(?:>=|<=|\u2265|\u2264)\s*$", "threshold"),
+        (r"(?:hoehn (?:and|&) yahr|h&y|\bstage)\s*$", "stage"),
+        (r"\b(?:average|mean|avg)\b[^.;]{0,45}$", "mean"),
+        (r"\b(?:highest|maximum|max|peak|largest|greatest|worst)\b[^.;]{0,45}$", "max"),
+        (r"\b(?:lowest|minimum|min|smallest|best)\b[^.;]{0,45}$", "min"),
+        (r"\brank(?:ed|s|ing)?\b[^.;]{0,15}$", "rank"),
+        (r"summary index[^.;]{0,15}$|\bSI\b[^.;]{0,10}$", "pdq8_si"),
+        (
+            r"\b(?:increase[sd]?|decrease[sd]?|rose|rise[sn]?|fell|fall(?:s|en)?|drop(?:ped|s)?|"
+            r"change[sd]?|improv\w*|worsen\w*|declin\w*|gain(?:ed)?|los[st]|reduc\w*|went (?:up|down))"
+            r"\s*(?:of|by)?\s*(?:about\s+)?$",
+            "change",
+        ),
+        (
+            r"\b(?:a|an)\s+(?:increase|decrease|change|rise|drop|reduction|improvement|worsening)\s+of\s*$",
+            "change",
+        ),
+    )
+)
+DIRECTION_RE = re.compile(
+    r"\b(improv\w*|better|decreas\w*|reduc\w*|fell|dropped|lower(?:ed)?|declin\w*|"
+    r"worsen\w*|worse|deteriorat\w*|increas\w*|rose|risen|higher|progressed)\b",
+    re.I,
+)
+NEGATIVE_DIR = ("improv", "better", "decreas", "reduc", "fell", "dropped", "lower")
+POSITIVE_DIR = ("worsen", "worse", "deteriorat", "increas", "rose", "risen", "higher", "progress")
+
+
+@cache
+def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], ...]:
+    """(phrase pattern, item codes, their domains) from every instrument profile, longest first."""
+    phrases: dict[str, tuple[set[str], set[str]]] = {}
+
+    def add(phrase: str, code: str, domain: str) -> None:
+        phrase = phrase.strip().lower()
+        if len(phrase) < 4 or phrase in {"tremor score", "part"}:
+            return
+        codes, doms = phrases.setdefault(phrase, (set(), set()))
+        codes.add(code)
+        doms.add(domain)
+
+    for path in sorted(PROFILE_DIR.glob("*.json")):
+        prof = load_profile(path.stem)
+        for it in prof.items:
+            label = it.label
+            add(label, it.code, it.domain)
+            head = re.split(r",|\s\(", label)[0]
+            add(head, it.code, it.domain)
+            if " and " in head:
+                add(head.split(" and ")[0], it.code, it.domain)
+            for par in re.findall(r"\(([^)]+)\)", label):
+                if par.lower() not in {"examination", "activities of daily living"}:
+                    add(par, it.code, it.domain)
+            add(it.code, it.code, it.domain)
+            for a in it.aliases:
+                add(a, it.code, it.domain)
+            m = re.match(r"(\w+) tremor", head.lower())
+            if m:
+                add("tremor", it.code, it.domain)
+    out = []
+    for phrase in sorted(phrases, key=len, reverse=True):
+        codes, doms = phrases[phrase]
+        pat = re.compile(
+            r"(?<![\w-])" + re.escape(phrase).replace(r"\ ", r"[\s-]+") + r"s?(?![\w-])", re.I
+        )
+        out.append((pat, frozenset(codes), frozenset(doms)))
+    for w in UNKNOWN_ITEMS:
+        out.append(
+            (
+                re.compile(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", re.I),
+                frozenset(),
+                frozenset(),
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def code_domains() -> dict[str, str]:
+    """Item code -> its domain, over every profile."""
+    return {
+        it.code: it.domain
+        for path in sorted(PROFILE_DIR.glob("*.json"))
+        for it in load_profile(path.stem).items
+    }
+
+
+def codes_in_domain(codes: frozenset[str], domain: str) -> frozenset[str]:
+    return frozenset(k for k in codes if code_domains().get(k) == domain) or codes
+
+
+@cache
+def item_counts(domain: str | None) -> tuple[tuple[int, str], ...]:
+    """Instrument constants: number of items of each profile (and of each of its domains)."""
+    out = []
+    for path in sorted(PROFILE_DIR.glob("*.json")):
+        prof = load_profile(path.stem)
+        if domain is None or domain in prof.domains:
+            core = [i for i in prof.items if i.domain in prof.core_domains()]
+            out.append((len(core), f"{prof.name}: number of items"))
+        for dom in prof.core_domains():
+            if domain in (None, dom):
+                out.append((len(prof.items_of(dom)), f"{prof.name} {dom}: number of items"))
+    return tuple(out)
