@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.agents.cohort import render_cohort_facts, value_text
-from engine.agents.common import DOMAIN_WORDS, SeriesRow, change_phrase, fmt, score_phrase
+from engine.cohort_stats import render_cohort_facts, value_text
 from engine.contexts import Contexts
+from engine.course import SeriesRow, change_phrase, fmt, score_phrase
 from engine.types import Fact
-from kb_store.profiles import DOMAINS, load_profile
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 
 NOTABLE_ITEM_LEVEL = 3  # item rating listed as notable: 3 = moderate (MDS-UPDRS) / often (PDQ-8)
 Series = Mapping[tuple[int, str], Sequence[SeriesRow]]

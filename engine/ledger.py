@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine.agents.common import SeriesRow
 from engine.contexts import Contexts
+from engine.course import SeriesRow
 from engine.types import Fact, FactValue, ValueKind
 
 ROUND_TOL = 0.005  # values shown at 2 decimals

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import facts_text
-from engine.agents.cohort import cohort_request, compute_cohort
-from engine.agents.common import render_series_table, series
+from engine.agents.cohort import cohort_request
 from engine.agents.comparison import build_table_b, comparison_request, render_table_b
 from engine.agents.domain import domain_request
 from engine.agents.final import (
@@ -31,8 +30,10 @@ from engine.agents.final import (
     red_flags,
     render_flags,
 )
+from engine.cohort_stats import compute_cohort
 from engine.config import Config
 from engine.contexts import Contexts, load_contexts
+from engine.course import render_series_table, series
 from engine.grounding.guard import guard_text
 from engine.ledger import allowed_numbers, build_ledger, cohort_values
 from engine.llm.base import LLM, LLMRequest, PromptTooLongError

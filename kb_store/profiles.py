@@ -22,6 +22,18 @@ DOMAIN_LABELS: dict[str, str] = {
     "nonmotor": "Non-motor",
     "qol": "QoL (PDQ-8)",
 }
+#: Domain names as written inside prose ("the motor score", "ADL").
+DOMAIN_WORDS: dict[str, str] = {
+    "motor": "motor",
+    "adl": "ADL",
+    "nonmotor": "non-motor",
+    "qol": "quality of life (PDQ-8)",
+}
+#: The three MDS-UPDRS domains whose sum is the total burden (Parts I+II+III).
+UPDRS_DOMAINS: tuple[str, ...] = ("nonmotor", "adl", "motor")
+#: The pseudo-domain of the UPDRS total and its label.
+TOTAL = "total"
+TOTAL_LABEL = "Total UPDRS (I+II+III)"
 #: Which instrument each domain belongs to.
 DOMAIN_INSTRUMENT: dict[str, str] = {
     "motor": "updrs",
@@ -30,6 +42,11 @@ DOMAIN_INSTRUMENT: dict[str, str] = {
     "qol": "pdq8",
 }
 INSTRUMENTS: tuple[str, ...] = ("updrs", "pdq8")
+
+
+def domain_label(domain: str) -> str:
+    """Display label of a domain or of the UPDRS total."""
+    return TOTAL_LABEL if domain == TOTAL else DOMAIN_LABELS.get(domain, domain)
 
 
 @dataclass(frozen=True)

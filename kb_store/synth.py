@@ -45,10 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kb_store.profiles import load_profile
+from kb_store.profiles import UPDRS_DOMAINS, load_profile
 
 DESCRIPTOR_COLUMNS = ("sex", "age", "hoehn_yahr", "disease_duration_years")
-UPDRS_DOMAINS = ("nonmotor", "adl", "motor")
 
 #: proj_id -> what is deliberate about that patient (documented in docs/knowledge-base.md).
 DELIBERATE_CASES: dict[int, str] = {

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engine.agents.common import DOMAIN_WORDS, SeriesRow, fmt, fmt_signed
+from engine.course import SeriesRow, fmt, fmt_signed
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
-from kb_store.profiles import DOMAINS
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 
 def build_table_b(rows: Iterable[SeriesRow]) -> list[dict[str, Any]]:

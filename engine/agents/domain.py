@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.agents.common import DOMAIN_WORDS, SeriesRow, render_series_table
+from engine.course import SeriesRow, render_series_table
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
+from kb_store.profiles import DOMAIN_WORDS
 
 AGENT_NAMES = {"motor": "motor", "adl": "adl", "nonmotor": "nonmotor", "qol": "qol"}
 

@@ -15,12 +15,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine.agents.common import DOMAIN_WORDS, fmt
 from engine.contexts import Contexts
+from engine.course import fmt
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.types import Fact
-from kb_store.profiles import DOMAINS, load_profile
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 
 
 def score_table(facts: Sequence[Fact]) -> list[dict[str, Any]]:

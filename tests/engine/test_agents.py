@@ -6,10 +6,10 @@ import marag_engine_fixtures as fx
 import numpy as np
 import pytest
 
-from engine.agents.cohort import choose_statistic, compute_cohort
-from engine.agents.common import classify, series
 from engine.agents.comparison import build_table_b, render_table_b
 from engine.agents.final import dispatch_mode, incongruence_flags, red_flags, score_table
+from engine.cohort_stats import choose_statistic, compute_cohort
+from engine.course import classify, series
 from engine.retrieve import retrieve_node
 from engine.route import route_after_retrieve
 from engine.types import Plan

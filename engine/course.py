@@ -1,5 +1,7 @@
-"""Deterministic computations shared by the agents: per-visit series with deltas, cumulative
-change, MCID-aware labels and severity; number formatting at the ledger's rounding.
+"""The course of each domain score: per-visit series with deltas, cumulative change, MCID-aware
+classification and severity, least-squares slopes, and number formatting at the ledger's rounding.
+The one facts module that the ledger, the agents, the facts text and (through Result.series) the
+dashboard all read; nothing else computes a change or an MCID crossing.
 
 Definitions (DESIGN.md): delta = S(v) - S(previous visit with a score); cumulative = S(v) - S(first
 visit in the selection), which is the baseline when visit 1 is selected; a decrease is an
@@ -16,14 +18,8 @@ from dataclasses import asdict, dataclass
 from engine.contexts import Contexts, Mcid
 from engine.types import Fact
 from kb_store.documents import fmt_num
-from kb_store.profiles import DOMAINS
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
-DOMAIN_WORDS = {
-    "motor": "motor",
-    "adl": "ADL",
-    "nonmotor": "non-motor",
-    "qol": "quality of life (PDQ-8)",
-}
 #: significance text when the scale has no verified MCID (PDQ-8): the change is reported by direction
 NO_MCID = "direction only"
 
@@ -98,7 +94,10 @@ class SeriesRow:
         return d
 
 
-def series(facts: Iterable[Fact], ctx: Contexts) -> dict[tuple[int, str], list[SeriesRow]]:
+Series = dict[tuple[int, str], list[SeriesRow]]
+
+
+def series(facts: Iterable[Fact], ctx: Contexts) -> Series:
     """(patient, domain) -> rows in visit order with delta, cumulative change and severity."""
     groups: dict[tuple[int, str], list[Fact]] = defaultdict(list)
     for f in facts:

@@ -1,0 +1,271 @@
+"""Cohort statistics (the facts of the Cohort Agent): slopes, cohort max/min/mean, the statistic
+mu chosen by keyword rules, ranking, and their rendering at the ledger's rounding.
+
+Everything here is computed in code; the LLM (when configured) only explains `mu`.
+- slope: least-squares slope of S_d against visit index (points per visit, the paper's), and per
+  year against the visit dates, for every patient and domain with at least 2 scored visits;
+- total burden: UPDRS Parts I+II+III (nonmotor + adl + motor) at the patient's latest visit with
+  all three scored; PDQ-8 (qol) is ranked separately, never added to UPDRS;
+- max / min / mean of S_d across patients use each patient's latest scored visit;
+- mu by keyword rules: highest/worst -> maximum; lowest/best -> minimum; fastest (+ domain) ->
+  steepest slope (total when no domain is named); stable -> smallest absolute slope; most improved
+  -> most negative slope; average/mean -> mean. A named domain replaces the total.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from engine.course import fmt, fmt2, least_squares_slope
+from engine.types import Fact
+from kb_store.profiles import DOMAIN_WORDS, TOTAL, UPDRS_DOMAINS
+
+DOMAIN_KEYWORDS: tuple[tuple[str, str], ...] = (
+    (r"\bnon-?\s?motor\b|\bpart\s+(i|1)\b", "nonmotor"),
+    (r"\badl\b|\bdaily\s+living\b|\bpart\s+(ii|2)\b", "adl"),
+    (r"\bpdq-?\s?8?\b|\bquality\s+of\s+life\b|\bqol\b", "qol"),
+    (r"(?<!non-)(?<!non)(?<!non )\bmotor\b|\bpart\s+(iii|3)\b", "motor"),
+)
+STAT_LABELS = {
+    "maximum": "highest {what} at the latest visit",
+    "minimum": "lowest {what} at the latest visit",
+    "mean": "average {what} at the latest visit",
+    "steepest_slope": "fastest worsening of {what} (largest least-squares slope, points per visit)",
+    "smallest_abs_slope": "most stable {what} (smallest absolute slope, points per visit)",
+    "most_negative_slope": "most improved {what} (most negative slope, points per visit)",
+}
+
+
+def choose_statistic(query: str, instruments: Sequence[str]) -> tuple[str, str]:
+    """(statistic, domain) by the fixed keyword rules; domain is 'total' or one of the four."""
+    q = query.lower()
+    domain = TOTAL
+    for pat, dom in DOMAIN_KEYWORDS:
+        if re.search(pat, q):
+            domain = dom
+            break
+    if domain == TOTAL and tuple(instruments) == ("pdq8",):
+        domain = "qol"
+    if re.search(r"\b(fastest|quickest|most\s+rapid|rapidly|progress\w*\s+(the\s+)?most)\b", q):
+        return "steepest_slope", domain
+    if re.search(r"\b(most\s+stable|stablest|stable|least\s+change|slowest)\b", q):
+        return "smallest_abs_slope", domain
+    if re.search(r"\b(most\s+improved|improved\s+(the\s+)?most|greatest\s+improvement)\b", q):
+        return "most_negative_slope", domain
+    if re.search(r"\b(lowest|best|least|mildest|minimum)\b", q):
+        return "minimum", domain
+    if re.search(r"\b(average|mean|typical)\b", q):
+        return "mean", domain
+    return "maximum", domain
+
+
+def _years(d0: str, d1: str) -> float:
+    return (dt.date.fromisoformat(d1) - dt.date.fromisoformat(d0)).days / 365.25
+
+
+def _ranked(rows: list[dict[str, Any]], key: str, descending: bool) -> list[dict[str, Any]]:
+    """Competition ranking (1, 1, 3) on rows[key]; ties keep patient order."""
+    rows = sorted(rows, key=lambda r: (-r[key] if descending else r[key], r["patient"]))
+    prev, rank = None, 0
+    for i, r in enumerate(rows, start=1):
+        if r[key] != prev:
+            rank, prev = i, r[key]
+        r["rank"] = rank
+    return rows
+
+
+def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]) -> dict[str, Any]:
+    """Result.cohort = {statistic, domain, patient, value, ranking, ...} from the fact table."""
+    by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.score is not None:
+            by_pd[(f.patient, f.domain)].append(f)
+    patients = sorted({f.patient for f in facts})
+    notes: list[str] = []
+
+    # per-visit totals (only visits with all three UPDRS parts scored)
+    totals: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
+    for p in patients:
+        visits: dict[int, dict[str, Fact]] = defaultdict(dict)
+        for d in UPDRS_DOMAINS:
+            for f in by_pd.get((p, d), []):
+                visits[f.visit][d] = f
+        for v in sorted(visits):
+            if len(visits[v]) == 3:
+                fs = visits[v]
+                totals[p].append((v, fs["motor"].date, sum(fs[d].score for d in UPDRS_DOMAINS)))  # type: ignore[misc]
+            elif any(visits[v].values()):
+                notes.append(
+                    f"Patient {p}, visit {v}: UPDRS total not computed "
+                    f"(scored parts: {', '.join(sorted(visits[v]))})."
+                )
+
+    def points(p: int, dom: str) -> list[tuple[int, str, float]]:
+        if dom == TOTAL:
+            return totals.get(p, [])
+        return sorted(
+            ((f.visit, f.date, float(f.score)) for f in by_pd.get((p, dom), [])),  # type: ignore[arg-type]
+            key=lambda t: t[0],
+        )
+
+    domains = [
+        d for d in ("motor", "adl", "nonmotor", "qol") if any(by_pd.get((p, d)) for p in patients)
+    ]
+    if any(totals.values()):
+        domains.append(TOTAL)
+
+    slopes: list[dict[str, Any]] = []
+    latest: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for dom in domains:
+        for p in patients:
+            pts = points(p, dom)
+            if not pts:
+                continue
+            v, d, s = pts[-1]
+            latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
+            sl = least_squares_slope([float(x[0]) for x in pts], [x[2] for x in pts])
+            yrs = [_years(pts[0][1], x[1]) for x in pts]
+            sy = least_squares_slope(yrs, [x[2] for x in pts])
+            slopes.append(
+                {
+                    "patient": p,
+                    "domain": dom,
+                    "slope": None if sl is None else round(sl, 2),
+                    "slope_year": None if sy is None else round(sy, 2),
+                    "n_visits": len(pts),
+                    "first_visit": pts[0][0],
+                    "last_visit": pts[-1][0],
+                }
+            )
+
+    domain_stats: dict[str, dict[str, Any]] = {}
+    for dom, rows in latest.items():
+        vals = [r["value"] for r in rows]
+        mx, mn = max(vals), min(vals)
+        domain_stats[dom] = {
+            "max": mx,
+            "max_patients": [r["patient"] for r in rows if r["value"] == mx],
+            "min": mn,
+            "min_patients": [r["patient"] for r in rows if r["value"] == mn],
+            "mean": round(sum(vals) / len(vals), 2),
+            "n_patients": len(vals),
+        }
+
+    statistic, domain = choose_statistic(query, instruments)
+    if domain not in domain_stats:
+        fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)
+        if fallback is None:
+            raise ValueError("cohort analysis needs at least one scored domain in the fact table")
+        notes.append(
+            f"No {DOMAIN_WORDS.get(domain, domain)} scores in the selection; using {fallback}."
+        )
+        domain = fallback
+
+    if statistic in ("maximum", "minimum", "mean"):
+        rows = [dict(r) for r in latest[domain]]
+        ranking = _ranked(rows, "value", descending=statistic != "minimum")
+        if statistic == "mean":
+            top = {"patient": None, "value": domain_stats[domain]["mean"]}
+        else:
+            top = ranking[0]
+    else:
+        rows = [
+            {
+                "patient": s["patient"],
+                "value": s["slope"],
+                "slope_year": s["slope_year"],
+                "n_visits": s["n_visits"],
+            }
+            for s in slopes
+            if s["domain"] == domain and s["slope"] is not None
+        ]
+        if not rows:
+            raise ValueError(
+                "cohort slope statistics need at least 2 scored visits per patient; "
+                "the selection has fewer (check the visit filter)"
+            )
+        if statistic == "smallest_abs_slope":
+            for r in rows:
+                r["abs_slope"] = abs(r["value"])
+            ranking = _ranked(rows, "abs_slope", descending=False)
+        else:
+            ranking = _ranked(rows, "value", descending=statistic == "steepest_slope")
+        top = ranking[0]
+    ties = [r["patient"] for r in ranking if r["rank"] == 1] if top["patient"] is not None else []
+
+    out: dict[str, Any] = {
+        "statistic": statistic,
+        "domain": domain,
+        "label": STAT_LABELS[statistic].format(what=_what(domain)),
+        "patient": top["patient"],
+        "value": top["value"],
+        "visit": top.get("visit"),
+        "ties": ties if len(ties) > 1 else [],
+        "ranking": ranking,
+        "n_patients": len(patients),
+        "domain_stats": domain_stats,
+        "slopes": slopes,
+        "notes": notes,
+    }
+    if domain != "qol" and "qol" in latest:
+        out["pdq8_ranking"] = _ranked(
+            [dict(r) for r in latest["qol"]], "value", descending=statistic != "minimum"
+        )
+    return out
+
+
+def _what(domain: str) -> str:
+    return (
+        "total UPDRS burden (Parts I+II+III)"
+        if domain == TOTAL
+        else f"{DOMAIN_WORDS[domain]} score"
+    )
+
+
+def value_text(cohort: dict[str, Any]) -> str:
+    v = cohort["value"]
+    return fmt2(v) if cohort["statistic"] not in ("maximum", "minimum") else fmt(v)
+
+
+def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, str]:
+    """(statistic line, ranking block) for the prompt, at the ledger's rounding."""
+    c = cohort
+    if c["patient"] is None:
+        stat = f"{c['label']}: {value_text(c)} across {c['n_patients']} patients"
+    else:
+        where = f" at visit {c['visit']}" if c.get("visit") else ""
+        stat = f"{c['label']}: patient {c['patient']}, {value_text(c)}{where}"
+        if c["ties"]:
+            stat += f" (tied: patients {', '.join(map(str, c['ties']))})"
+    slope_stat = c["statistic"] not in ("maximum", "minimum", "mean")
+    lines = []
+    for r in c["ranking"][:top_n]:
+        val = fmt2(r["value"]) if slope_stat else fmt(r["value"])
+        extra = (
+            f", {fmt2(r['slope_year'])} per year"
+            if slope_stat and r.get("slope_year") is not None
+            else ""
+        )
+        at = f" at visit {r['visit']}" if r.get("visit") else ""
+        lines.append(f"rank {r['rank']}: patient {r['patient']}, {val}{extra}{at}")
+    if len(c["ranking"]) > top_n:
+        lines.append(f"({len(c['ranking'])} patients ranked in all)")
+    ds = c["domain_stats"].get(c["domain"])
+    if ds:
+        lines.append(
+            f"cohort {_what(c['domain'])} at the latest visit: maximum {fmt(ds['max'])}, "
+            f"minimum {fmt(ds['min'])}, mean {fmt2(ds['mean'])} over {ds['n_patients']} patients"
+        )
+    pr = c.get("pdq8_ranking")
+    if pr:
+        lines.append(
+            "PDQ-8 ranked separately (never added to UPDRS): "
+            + "; ".join(
+                f"rank {r['rank']}: patient {r['patient']}, {fmt(r['value'])}" for r in pr[:5]
+            )
+        )
+    return stat, "\n".join(lines)
