@@ -14,13 +14,12 @@ Everything here is computed in code; the LLM (when configured) only explains `mu
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine.course import fmt, fmt2, least_squares_slope
+from engine.course import fmt, fmt2, slope_of
 from engine.types import Fact
 from kb_store.profiles import DOMAIN_WORDS, TOTAL, UPDRS_DOMAINS
 
@@ -61,10 +60,6 @@ def choose_statistic(query: str, instruments: Sequence[str]) -> tuple[str, str]:
     if re.search(r"\b(average|mean|typical)\b", q):
         return "mean", domain
     return "maximum", domain
-
-
-def _years(d0: str, d1: str) -> float:
-    return (dt.date.fromisoformat(d1) - dt.date.fromisoformat(d0)).days / 365.25
 
 
 def _ranked(rows: list[dict[str, Any]], key: str, descending: bool) -> list[dict[str, Any]]:
@@ -127,20 +122,7 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
                 continue
             v, d, s = pts[-1]
             latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
-            sl = least_squares_slope([float(x[0]) for x in pts], [x[2] for x in pts])
-            yrs = [_years(pts[0][1], x[1]) for x in pts]
-            sy = least_squares_slope(yrs, [x[2] for x in pts])
-            slopes.append(
-                {
-                    "patient": p,
-                    "domain": dom,
-                    "slope": None if sl is None else round(sl, 2),
-                    "slope_year": None if sy is None else round(sy, 2),
-                    "n_visits": len(pts),
-                    "first_visit": pts[0][0],
-                    "last_visit": pts[-1][0],
-                }
-            )
+            slopes.append(slope_of(p, dom, pts).to_dict())
 
     domain_stats: dict[str, dict[str, Any]] = {}
     for dom, rows in latest.items():

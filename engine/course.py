@@ -11,12 +11,12 @@ thresholds); without a verified MCID (PDQ-8) the label is the direction only ("d
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 
 from engine.contexts import Contexts, Mcid
-from engine.types import Fact
+from engine.types import Change, Fact, SeriesRow, Slope
 from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
@@ -41,17 +41,6 @@ def fmt2(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-@dataclass(frozen=True)
-class Change:
-    value: float
-    label: str  # improved | worsened | stable | unchanged
-    significance: str  # "at or above MCID 4.63" | "below MCID 4.63" | "direction only" (no MCID)
-    mcid: float | None  # the threshold compared against (signed), when there is one
-
-    def text(self) -> str:
-        return f"{self.label}; {self.significance}"
-
-
 def classify(change: float, mcid: Mcid | None) -> Change:
     change = round(change, 2)
     if mcid is None:
@@ -65,33 +54,6 @@ def classify(change: float, mcid: Mcid | None) -> Change:
         )
     thr = mcid.worsening if change >= 0 else mcid.improvement
     return Change(change, "stable", f"below MCID {fmt(abs(thr))}", thr)
-
-
-@dataclass(frozen=True)
-class SeriesRow:
-    patient: int
-    visit: int
-    date: str
-    domain: str
-    profile: str
-    score: float | None
-    missing: int
-    severity: str | None
-    prev_visit: int | None
-    delta: Change | None
-    ref_visit: int  # the visit cumulative change is measured from (1 = baseline)
-    cumulative: Change | None
-    doc_id: str
-
-    @property
-    def ref_word(self) -> str:
-        return "baseline" if self.ref_visit == 1 else f"visit {self.ref_visit}"
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["delta"] = None if self.delta is None else asdict(self.delta)
-        d["cumulative"] = None if self.cumulative is None else asdict(self.cumulative)
-        return d
 
 
 Series = dict[tuple[int, str], list[SeriesRow]]
@@ -131,6 +93,7 @@ def series(facts: Iterable[Fact], ctx: Contexts) -> Series:
                     ref.visit if ref else f.visit,
                     cum,
                     f.doc_id,
+                    f.instrument,
                 )
             )
             if f.score is not None:
@@ -168,6 +131,38 @@ def least_squares_slope(xs: list[float], ys: list[float]) -> float | None:
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+
+
+#: (visit, ISO date, score) of one patient's domain, in visit order
+Point = tuple[int, str, float]
+
+
+def slope_of(patient: int, domain: str, pts: list[Point]) -> Slope:
+    """Least-squares slope per visit and per year of scored points, rounded to 2 decimals."""
+    ys = [p[2] for p in pts]
+    sl = least_squares_slope([float(p[0]) for p in pts], ys)
+    d0 = dt.date.fromisoformat(pts[0][1])
+    yrs = [(dt.date.fromisoformat(p[1]) - d0).days / 365.25 for p in pts]
+    sy = least_squares_slope(yrs, ys)
+    return Slope(
+        patient,
+        domain,
+        None if sl is None else round(sl, 2),
+        None if sy is None else round(sy, 2),
+        len(pts),
+        pts[0][0],
+        pts[-1][0],
+    )
+
+
+def slopes(ser: Series) -> list[Slope]:
+    """The slope of every (patient, domain) series with at least two scored visits."""
+    out = []
+    for (p, d), rows in ser.items():
+        pts = [(r.visit, r.date, float(r.score)) for r in rows if r.score is not None]
+        if len({v for v, _, _ in pts}) >= 2:
+            out.append(slope_of(p, d, pts))
+    return out
 
 
 def render_series_table(rows: Iterable[SeriesRow]) -> str:

@@ -58,12 +58,16 @@ def hallucination_rate(summary: str, facts: Facts) -> float:
 def visit_mentions(summary: str, ledger: Sequence[FactValue] | LedgerIndex = ()) -> list[int]:
     """Visit indices a summary is about, in order of mention (reference visits excluded)."""
     rep = check_text(summary, ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger))
-    return [int(c.value) for c in rep.claims if c.role == "visit" and not c.reference]
+    return rep.visit_mentions
+
+
+def in_order(visits: Sequence[int]) -> float:
+    """1.0 when the visits never decrease (the paper's temporal fidelity of a mention list)."""
+    return 1.0 if all(a <= b for a, b in zip(visits, visits[1:], strict=False)) else 0.0
 
 
 def temporal_fidelity(summary: str, ledger: Sequence[FactValue] | LedgerIndex = ()) -> float:
-    vs = visit_mentions(summary, ledger)
-    return 1.0 if all(a <= b for a, b in zip(vs, vs[1:], strict=False)) else 0.0
+    return in_order(visit_mentions(summary, ledger))
 
 
 def temporal_fidelity_scoped(summary: str, ledger: Sequence[FactValue] | LedgerIndex = ()) -> float:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from engine.llm.base import LLM, LLMRequest
 from engine.prompts import load_prompt
+from engine.state import NodeContext
 from engine.types import ANALYSES, INSTRUMENTS, VISIT_FILTER_RE, Plan
 from engine.vocabulary import WORD_NUMBERS
 
@@ -252,3 +253,18 @@ def plan_with_llm(query: str, llm: LLM) -> tuple[Plan, str, bool]:
         raw,
         False,
     )
+
+
+def plan_node(query: str, ctx: NodeContext) -> tuple[Plan, int, str]:
+    """plan_node: (plan with checked patients, planner LLM calls, note for the trace). It runs
+    before the State exists (the state is built around the plan)."""
+    if ctx.cfg.planner == "llm" and ctx.llm is not None:
+        plan, _raw, default = plan_with_llm(query, ctx.llm)
+        note = "LLM planner" + (": output unparseable, safe default used" if default else "")
+        calls = 1
+    else:
+        plan, calls = parse_query(query), 0
+        note = "rules planner: no LLM call" + (
+            " (planner=llm needs an LLM backend)" if ctx.cfg.planner == "llm" else ""
+        )
+    return check_patients(plan, ctx.kb.patient_ids()), calls, note

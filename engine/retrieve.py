@@ -13,6 +13,9 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
+from engine.course import series
+from engine.ledger import build_ledger
+from engine.state import NodeContext, State
 from engine.types import Fact, Plan
 from kb_store.documents import KBDoc
 from kb_store.profiles import DOMAINS, load_profile
@@ -97,8 +100,8 @@ def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], 
     raise ValueError(f"unknown visit filter {visit_filter!r}")
 
 
-def retrieve_node(plan: Plan, kb: KBReader) -> dict:
-    """Returns the state fields intent, facts, subsets, on_facts, notes."""
+def fetch_facts(plan: Plan, kb: KBReader) -> dict:
+    """The state fields intent, facts, subsets, on_facts, notes of a plan."""
     intent = INTENT_MAP.get(plan.analysis)
     if intent is None:
         raise ValueError(f"no intent for analysis {plan.analysis!r}")
@@ -146,3 +149,11 @@ def retrieve_node(plan: Plan, kb: KBReader) -> dict:
         "on_facts": on_facts,
         "notes": notes,
     }
+
+
+def retrieve_node(state: State, ctx: NodeContext) -> dict:
+    """F and its subsets, the course of each domain (engine.course.series) and the ledger."""
+    out = fetch_facts(state.plan, ctx.kb)
+    out["series"] = series(out["facts"], ctx.contexts)
+    out["ledger"] = build_ledger(out["facts"], out["series"], ctx.contexts)
+    return out

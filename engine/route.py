@@ -5,6 +5,8 @@ No language model: the closed set of intents maps to exactly one branch.
 
 from __future__ import annotations
 
+from engine.state import NodeContext, State
+
 ROUTES: dict[str, str] = {
     "comparison": "comparison_agent",
     "trajectory": "domain_agents",
@@ -21,3 +23,7 @@ def route_after_retrieve(intent: str) -> str:
         raise ValueError(
             f"unknown intent {intent!r}; expected one of {', '.join(ROUTES)}"
         ) from None
+
+
+def route_node(state: State, ctx: NodeContext) -> dict:
+    return {"next_node": route_after_retrieve(state.intent)}

@@ -1,8 +1,8 @@
-"""The typed state the pipeline nodes read and update.
+"""The typed state the pipeline nodes read, and the context they run in.
 
 Each node is a function `node(state, ctx) -> dict` returning only the fields it changes; the
-runner (engine.pipeline) merges them into the state with `State.update`. Keeping the state a plain
-dataclass (no LangGraph) makes each node testable with a hand-built state.
+runner (engine.pipeline.Engine) merges them into the state with `State.update`. Keeping the state
+a plain dataclass (no LangGraph) makes each node testable with a hand-built state.
 """
 
 from __future__ import annotations
@@ -10,7 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from engine.types import Fact, FactValue, Plan, TraceEntry
+from engine.config import Config
+from engine.contexts import Contexts
+from engine.course import Series
+from engine.llm.base import LLM
+from engine.types import (
+    Fact,
+    FactValue,
+    Flags,
+    GuardRecord,
+    Plan,
+    ScreeningFinding,
+    TableBRow,
+    TraceEntry,
+    empty_flags,
+)
+from kb_store.reader import KBReader
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What every node may use besides the state: configuration, KB, LLM (None = facts backend)
+    and the clinical contexts."""
+
+    cfg: Config
+    kb: KBReader
+    llm: LLM | None
+    contexts: Contexts
 
 
 @dataclass
@@ -20,26 +46,22 @@ class State:
     guard: bool = True  # run the grounding guard on generated text
     intent: str = ""  # internal label from the fixed intent map
     facts: list[Fact] = field(default_factory=list)  # F (domain path: OFF/untreated only)
-    subsets: dict[str, list[Fact]] = field(
-        default_factory=dict
-    )  # F_motor, F_adl, F_nonmotor, F_qol
+    subsets: dict[str, list[Fact]] = field(default_factory=dict)  # F_motor, F_adl, ...
     on_facts: list[Fact] = field(default_factory=list)  # PPMI ON-exam rows, kept apart
     notes: list[str] = field(default_factory=list)  # retrieval notes (missing visits, ON exams)
-    series: dict[tuple[int, str], list[Any]] = field(default_factory=dict)  # agents.common.series
+    series: Series = field(default_factory=dict)  # engine.course.series of the facts
     next_node: str = ""
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
-    table_b: list[dict[str, Any]] = field(default_factory=list)
+    table_b: list[TableBRow] = field(default_factory=list)
     upstream: str = ""  # the text handed to the final agent (N_d joined, O, or G)
-    cohort: dict[str, Any] | None = None
-    flags: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: {"incongruence": [], "red_flags": []}
-    )
+    cohort: dict[str, Any] | None = None  # engine.cohort_stats.compute_cohort's answer
+    flags: Flags = field(default_factory=empty_flags)
     summary: str = ""
     mode: str = ""
     ledger: list[FactValue] = field(default_factory=list)
-    guard_records: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> record
-    screening: list[dict[str, Any]] = field(default_factory=list)
+    guard_records: dict[str, GuardRecord] = field(default_factory=dict)  # agent -> record
+    screening: list[ScreeningFinding] = field(default_factory=list)
     llm_calls: int = 0
     planner_calls: int = 0
     skipped_calls: int = 0  # requests not sent: prompt longer than the model's context

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 Analysis = Literal["trajectory", "comparison", "cohort", "single_session"]
 ANALYSES: tuple[str, ...] = ("trajectory", "comparison", "cohort", "single_session")
@@ -119,6 +119,142 @@ class FactValue:
     source: str = ""  # doc id, "computed", or "contexts/<file>"
 
 
+@dataclass(frozen=True)
+class Change:
+    value: float
+    label: str  # improved | worsened | stable | unchanged
+    significance: str  # "at or above MCID 4.63" | "below MCID 4.63" | "direction only" (no MCID)
+    mcid: float | None  # the threshold compared against (signed), when there is one
+
+    def text(self) -> str:
+        return f"{self.label}; {self.significance}"
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    patient: int
+    visit: int
+    date: str
+    domain: str
+    profile: str
+    score: float | None
+    missing: int
+    severity: str | None
+    prev_visit: int | None
+    delta: Change | None
+    ref_visit: int  # the visit cumulative change is measured from (1 = baseline)
+    cumulative: Change | None
+    doc_id: str
+    instrument: str = ""
+
+    @property
+    def mcid_crossing(self) -> str | None:
+        """'worsened' / 'improved' when the change from the previous visit reaches the MCID."""
+        d = self.delta
+        if d is None or d.mcid is None or d.label not in ("worsened", "improved"):
+            return None
+        return d.label
+
+    @property
+    def ref_word(self) -> str:
+        return "baseline" if self.ref_visit == 1 else f"visit {self.ref_visit}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["delta"] = None if self.delta is None else asdict(self.delta)
+        d["cumulative"] = None if self.cumulative is None else asdict(self.cumulative)
+        d["mcid_crossing"] = self.mcid_crossing
+        return d
+
+
+@dataclass(frozen=True)
+class Slope:
+    """Least-squares slope of one patient's domain score: points per visit (against the visit
+    index, as in the paper) and per year (against the visit dates); None with < 2 points."""
+
+    patient: int
+    domain: str
+    slope: float | None
+    slope_year: float | None
+    n_visits: int
+    first_visit: int
+    last_visit: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class TableBRow(TypedDict):
+    """One row of table B (comparison): a domain score with its change from the previous visit."""
+
+    patient: int
+    visit: int
+    date: str
+    domain: str
+    score: float | None
+    delta: float | None
+    from_visit: int | None
+    change: str
+    significance: str
+    missing_items: int
+
+
+class Flags(TypedDict):
+    """Incongruence and red-flag rows of the final agent (agents.final)."""
+
+    incongruence: list[dict[str, Any]]
+    red_flags: list[dict[str, Any]]
+
+
+class ScreeningFinding(TypedDict):
+    """One output-screening finding (grounding.screening)."""
+
+    rule: str
+    message: str
+    span: list[int]
+    text: str
+
+
+class UnsupportedNumber(TypedDict):
+    """A number of a text the guard could not support, with why and what the facts say."""
+
+    span: list[int] | None
+    text: str
+    reason: str
+    context: str
+    expected: list[str]
+
+
+class GuardRecord(TypedDict, total=False):
+    """The grounding guard's verification record of one agent's released text
+    (grounding.guard): numbers, unsupported numbers, metrics, rounds and every checked claim
+    (`claims`: Claim.to_dict rows, each with the ledger values it matched)."""
+
+    numbers: int
+    numeric_tokens: int
+    claims_with_context: int
+    numbers_without_context: int
+    claim_accuracy: float
+    unsupported: list[UnsupportedNumber]
+    fact_precision: float
+    hallucination_rate: float
+    temporal_fidelity: float
+    temporal_fidelity_strict: float
+    visit_mentions: list[int]
+    claims: list[dict[str, Any]]
+    rounds: int
+    fallback_used: bool
+    passed: bool
+    guarded: bool
+    history: list[dict[str, Any]]
+    rejected: dict[str, Any]
+    note: str
+
+
+def empty_flags() -> Flags:
+    return {"incongruence": [], "red_flags": []}
+
+
 @dataclass
 class TraceEntry:
     node: str
@@ -131,20 +267,23 @@ class TraceEntry:
 class Result:
     plan: Plan
     facts: list[Fact] = field(default_factory=list)
-    table_b: list[dict[str, Any]] = field(default_factory=list)
+    table_b: list[TableBRow] = field(default_factory=list)
     cohort: dict[str, Any] | None = None
-    flags: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: {"incongruence": [], "red_flags": []}
-    )
+    flags: Flags = field(default_factory=empty_flags)
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
     summary: str = ""
     verification: dict[str, Any] = field(default_factory=dict)
-    screening: list[dict[str, Any]] = field(default_factory=list)
+    screening: list[ScreeningFinding] = field(default_factory=list)
     ledger: list[FactValue] = field(default_factory=list)
     llm_calls: int = 0
     trace: list[TraceEntry] = field(default_factory=list)
     backend: str = ""
+    #: agent -> the checked claims of its released text (the guard's records; "final" = summary)
+    claims: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per-domain course rows (engine.course.SeriesRow.to_dict) and slopes the charts draw
+    series: list[SeriesRow] = field(default_factory=list)
+    slopes: list[Slope] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -161,4 +300,7 @@ class Result:
             "llm_calls": self.llm_calls,
             "trace": [asdict(t) for t in self.trace],
             "backend": self.backend,
+            "claims": self.claims,
+            "series": [r.to_dict() for r in self.series],
+            "slopes": [s.to_dict() for s in self.slopes],
         }

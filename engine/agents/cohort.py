@@ -6,9 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.cohort_stats import render_cohort_facts
+from engine import facts_text
+from engine.agents.guard import Generation, prompt_text, with_allowed
+from engine.cohort_stats import compute_cohort, render_cohort_facts
+from engine.ledger import cohort_values
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
+from engine.state import NodeContext, State
 
 
 def cohort_request(
@@ -22,3 +26,23 @@ def cohort_request(
         user=p["user"].format(query=query, statistic=stat, ranking=ranking, notes=note_txt),
         agent="cohort",
     )
+
+
+def cohort_node(state: State, ctx: NodeContext) -> dict:
+    """The cohort statistics (added to the ledger), then G = the text that explains mu."""
+    cohort = compute_cohort(state.facts, state.query, state.plan.instruments)
+    ledger = state.ledger + cohort_values(cohort)
+    gen = Generation(state, ctx, ledger)
+    req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
+    req = with_allowed(req, req.user)
+    fallback = facts_text.cohort_text(cohort)
+    (text,) = gen.texts([req], [fallback])
+    g = gen.release("cohort", req, text, fallback)
+    return {
+        "cohort": cohort,
+        "ledger": ledger,
+        "narratives": {**state.narratives, "cohort": g},
+        "upstream": g,
+        "prompts": {**state.prompts, "cohort": prompt_text(req)},
+        **gen.changes(),
+    }

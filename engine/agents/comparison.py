@@ -8,16 +8,19 @@ for the first visit in the selection.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from engine import facts_text
+from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.course import SeriesRow, fmt, fmt_signed
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
+from engine.state import NodeContext, State
+from engine.types import TableBRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 
-def build_table_b(rows: Iterable[SeriesRow]) -> list[dict[str, Any]]:
-    out = []
+def build_table_b(rows: Iterable[SeriesRow]) -> list[TableBRow]:
+    out: list[TableBRow] = []
     for r in rows:
         first = r.delta is None and r.score is not None and r.visit == r.ref_visit
         out.append(
@@ -43,7 +46,7 @@ def build_table_b(rows: Iterable[SeriesRow]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda b: (DOMAINS.index(b["domain"]), b["patient"], b["visit"]))
 
 
-def render_table_b(table_b: Sequence[dict[str, Any]]) -> str:
+def render_table_b(table_b: Sequence[TableBRow]) -> str:
     lines = ["Table B (patient, visit, domain, score, change from previous visit):"]
     for b in table_b:
         if b["delta"] is None:
@@ -58,7 +61,7 @@ def render_table_b(table_b: Sequence[dict[str, Any]]) -> str:
 
 
 def comparison_request(
-    query: str, table_b: Sequence[dict[str, Any]], context: str, notes: Sequence[str] = ()
+    query: str, table_b: Sequence[TableBRow], context: str, notes: Sequence[str] = ()
 ) -> LLMRequest:
     p = load_prompt("comparison")
     note_txt = ("\nNotes: " + " ".join(notes) + "\n") if notes else ""
@@ -67,3 +70,23 @@ def comparison_request(
         user=p["user"].format(query=query, table=render_table_b(table_b), notes=note_txt),
         agent="comparison",
     )
+
+
+def comparison_node(state: State, ctx: NodeContext) -> dict:
+    """Table B by rules, then O = B (as text) + the comparison text."""
+    gen = Generation(state, ctx)
+    table_b = build_table_b(r for rs in state.series.values() for r in rs)
+    b_text = render_table_b(table_b)
+    req = with_allowed(
+        comparison_request(state.query, table_b, ctx.contexts.combined, state.notes), b_text
+    )
+    fallback = facts_text.comparison_text(state.series, state.plan.patients)
+    (text,) = gen.texts([req], [fallback])
+    o = b_text + "\n\n" + gen.release("comparison", req, text, fallback)
+    return {
+        "table_b": table_b,
+        "narratives": {**state.narratives, "comparison": o},
+        "upstream": o,
+        "prompts": {**state.prompts, "comparison": prompt_text(req)},
+        **gen.changes(),
+    }

@@ -1,7 +1,7 @@
 """Domain Agents (motor, adl, nonmotor, qol): N_d = L_domain(q, F_d, C_d).
 
 The per-visit deltas, cumulative change from baseline, MCID labels and severity are computed in
-code (common.series) and rendered into the prompt's facts table; an empty subset is skipped (no
+code (engine.course.series) and rendered into the prompt's facts table; an empty subset is skipped (no
 request, no LLM call).
 """
 
@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine import facts_text
+from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.course import SeriesRow, render_series_table
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
-from kb_store.profiles import DOMAIN_WORDS
+from engine.state import NodeContext, State
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 AGENT_NAMES = {"motor": "motor", "adl": "adl", "nonmotor": "nonmotor", "qol": "qol"}
 
@@ -32,3 +35,37 @@ def domain_request(
         ),
         agent=AGENT_NAMES[domain],
     )
+
+
+def domain_rows(state: State, domain: str) -> list[SeriesRow]:
+    """F_d as course rows: every patient's series of one domain, by patient and visit."""
+    rows = [r for (_p, dom), rs in state.series.items() if dom == domain for r in rs]
+    rows.sort(key=lambda r: (r.patient, r.visit))
+    return rows
+
+
+def active_domains(state: State) -> list[str]:
+    """The domains with facts: each gets an agent (an empty subset makes no request)."""
+    return [d for d in DOMAINS if domain_rows(state, d)]
+
+
+def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
+    """Run the agents of `domains` (one batch): narratives, prompts and the upstream N_d."""
+    gen = Generation(state, ctx)
+    reqs: dict[str, LLMRequest] = {}
+    fallbacks: dict[str, str] = {}
+    for d in domains:
+        rows = domain_rows(state, d)
+        fallbacks[d] = facts_text.domain_text(d, rows, ctx.contexts, state.notes)
+        req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
+        if req is not None:
+            reqs[d] = with_allowed(req, render_series_table(rows))
+    names = [d for d in domains if d in reqs]
+    texts = gen.texts([reqs[d] for d in names], [fallbacks[d] for d in names])
+    narratives = dict(state.narratives)
+    prompts = dict(state.prompts)
+    for d, text in zip(names, texts, strict=True):
+        prompts[d] = prompt_text(reqs[d])
+        narratives[d] = gen.release(d, reqs[d], text, fallbacks[d])
+    upstream = "\n\n".join(narratives[d] for d in DOMAINS if d in narratives)
+    return {"narratives": narratives, "prompts": prompts, "upstream": upstream, **gen.changes()}

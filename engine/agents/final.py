@@ -15,11 +15,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from engine import facts_text
+from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.contexts import Contexts
-from engine.course import fmt
+from engine.course import fmt, render_series_table
+from engine.grounding.screening import screen_and_annotate
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
-from engine.types import Fact
+from engine.state import NodeContext, State
+from engine.types import Fact, Flags, SeriesRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 
 
@@ -146,3 +150,66 @@ def final_request(
         ),
         agent="final",
     )
+
+
+COHORT_T_PATIENTS = 5  # patients of the ranking whose score rows the cohort-mode final prompt shows
+
+
+def _shown_rows(state: State, flags: Flags) -> tuple[list[SeriesRow], Flags]:
+    """The score table T and the flags the final prompt shows. Cohort mode: T for the top-ranked
+    patients only (a 44-patient T would not fit a small model's context); the whole ranking and
+    the cohort statistics are in the upstream G."""
+    rows = [r for rs in state.series.values() for r in rs]
+    shown = flags
+    if state.cohort is not None:
+        top = {x["patient"] for x in state.cohort["ranking"][:COHORT_T_PATIENTS]} | set(
+            state.cohort["ties"]
+        )
+        rows = [r for r in rows if r.patient in top]
+        shown = {
+            "incongruence": [x for x in flags["incongruence"] if x["patient"] in top],
+            "red_flags": [x for x in flags["red_flags"] if x["patient"] in top],
+        }
+    rows.sort(key=lambda r: (r.patient, r.visit, DOMAINS.index(r.domain)))
+    return rows, shown
+
+
+def final_node(state: State, ctx: NodeContext) -> dict:
+    """Score table T, flags, mode dispatch, the verified synthesis, screening and the note."""
+    flags: Flags = {
+        "incongruence": incongruence_flags(state.facts, ctx.contexts),
+        "red_flags": red_flags(state.facts, ctx.contexts),
+    }
+    mode = dispatch_mode(
+        state.plan.analysis,
+        cohort=state.cohort is not None,
+        comparison=bool(state.table_b),
+        domain_narratives=any(d in state.narratives for d in DOMAINS),
+    )
+    fallback = facts_text.final_text(
+        mode,
+        series=state.series,
+        facts=state.facts,
+        patients=state.plan.patients,
+        flags=flags,
+        cohort=state.cohort,
+    )
+    rows, shown_flags = _shown_rows(state, flags)
+    table_text = render_series_table(rows)
+    flags_txt = render_flags(shown_flags)
+    req = final_request(
+        state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined
+    )
+    req = with_allowed(req, table_text, flags_txt, state.upstream if state.cohort else "")
+    gen = Generation(state, ctx)
+    (text,) = gen.texts([req], [fallback])
+    summary = gen.release("final", req, text, fallback)
+    summary, screening = screen_and_annotate(summary, state.plan, ctx.kb.patient_ids())
+    return {
+        "flags": flags,
+        "mode": mode,
+        "summary": summary,
+        "prompts": {**state.prompts, "final": prompt_text(req)},
+        "screening": list(screening),
+        **gen.changes(),
+    }

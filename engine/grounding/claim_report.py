@@ -66,6 +66,11 @@ class ClaimReport:
         return sum(c.status == "correct" for c in ctx) / len(ctx) if ctx else 1.0
 
     @property
+    def visit_mentions(self) -> list[int]:
+        """Visit indices the text is about, in order of mention (reference visits excluded)."""
+        return [int(c.value) for c in self.claims if c.role == "visit" and not c.reference]
+
+    @property
     def unsupported(self) -> list[Claim]:
         return [c for c in self.claims if not c.supported]
 

@@ -98,6 +98,7 @@ def _record(text: str, rep: ClaimReport, idx: LedgerIndex) -> dict[str, Any]:
         "hallucination_rate": len(absent) / len(toks) if toks else 0.0,
         "temporal_fidelity": rep.temporal_fidelity,
         "temporal_fidelity_strict": rep.temporal_fidelity_strict,
+        "visit_mentions": rep.visit_mentions,
         "claims": [c.to_dict() for c in rep.claims],
     }
 

@@ -10,7 +10,7 @@ from engine.agents.comparison import build_table_b, render_table_b
 from engine.agents.final import dispatch_mode, incongruence_flags, red_flags, score_table
 from engine.cohort_stats import choose_statistic, compute_cohort
 from engine.course import classify, series
-from engine.retrieve import retrieve_node
+from engine.retrieve import fetch_facts
 from engine.route import route_after_retrieve
 from engine.types import Plan
 
@@ -18,7 +18,7 @@ CTX = fx.CONTEXTS
 
 
 def facts(patients=(1, 2, 3, 4), instruments=("updrs", "pdq8"), vf="none"):
-    return retrieve_node(Plan(patients, "trajectory", instruments, vf), fx.kb())["facts"]
+    return fetch_facts(Plan(patients, "trajectory", instruments, vf), fx.kb())["facts"]
 
 
 def test_router_is_a_pure_closed_map():

@@ -7,7 +7,7 @@ import json
 import marag_engine_fixtures as fx
 import pytest
 
-from engine.retrieve import INTENT_MAP, NoFactsError, facts_from_doc, retrieve_node, select_visits
+from engine.retrieve import INTENT_MAP, NoFactsError, facts_from_doc, fetch_facts, select_visits
 from engine.types import Plan
 from kb_store.documents import session_document
 
@@ -57,7 +57,7 @@ def test_fact_table_from_metadata():
 
 
 def test_only_plan_patients_fetched_and_filtered():
-    out = retrieve_node(Plan((1, 3), "comparison", ("updrs", "pdq8"), "visit_3"), fx.kb())
+    out = fetch_facts(Plan((1, 3), "comparison", ("updrs", "pdq8"), "visit_3"), fx.kb())
     assert out["intent"] == "comparison"
     assert {(f.patient, f.visit) for f in out["facts"]} == {(1, 3), (3, 3)}
     assert {f.domain for f in out["subsets"]["qol"]} == {"qol"}
@@ -65,15 +65,15 @@ def test_only_plan_patients_fetched_and_filtered():
 
 
 def test_missing_visit_is_noted_not_an_error():
-    out = retrieve_node(Plan((1, 3), "comparison", ("updrs",), "visit_4"), fx.kb())
+    out = fetch_facts(Plan((1, 3), "comparison", ("updrs",), "visit_4"), fx.kb())
     assert {f.patient for f in out["facts"]} == {1}
     assert any("Patient 3: no visit 4" in n for n in out["notes"])
     with pytest.raises(NoFactsError, match="no facts remain"):
-        retrieve_node(Plan((3,), "single_session", ("updrs",), "visit_4"), fx.kb())
+        fetch_facts(Plan((3,), "single_session", ("updrs",), "visit_4"), fx.kb())
 
 
 def test_instrument_selection_and_intent_map():
-    out = retrieve_node(Plan((2,), "single_session", ("pdq8",), "baseline"), fx.kb())
+    out = fetch_facts(Plan((2,), "single_session", ("pdq8",), "baseline"), fx.kb())
     assert [(f.domain, f.score) for f in out["facts"]] == [("qol", 15)]
     assert out["subsets"]["motor"] == [] and out["intent"] == "single_session"
     assert INTENT_MAP["single-session"] == "single_session"
@@ -81,7 +81,7 @@ def test_instrument_selection_and_intent_map():
 
 def test_on_exam_kept_apart_and_noted():
     on = fx.updrs_session(1, 2, motor=12, adl=11, nonmotor=6, condition="ON")
-    out = retrieve_node(Plan((1,), "trajectory", ("updrs",), "none"), fx.kb(extra=[on]))
+    out = fetch_facts(Plan((1,), "trajectory", ("updrs",), "none"), fx.kb(extra=[on]))
     assert all(f.condition != "ON" for f in out["facts"])
     assert [f.score for f in out["subsets"]["motor"]] == [20, 22, 26, 30]
     assert {f.doc_id for f in out["on_facts"]} == {"s-1-v2-updrs-on"}

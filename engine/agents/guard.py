@@ -1,0 +1,115 @@
+"""The guard step of every agent node: generate with the LLM (or take the facts text), then
+release the text through the grounding guard (engine.grounding.guard: critique -> regenerate,
+bounded; then the facts-text fallback) and keep the guard's record.
+
+A `Generation` belongs to one node run: it starts from the state's counters and records and
+returns, through `changes()`, the state fields it changed (llm_calls, skipped_calls, notes,
+guard_records), so that nodes stay functions that return what they change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.grounding.guard import guard_text
+from engine.ledger import allowed_numbers
+from engine.llm.base import LLMRequest, PromptTooLongError
+from engine.state import NodeContext, State
+from engine.types import FactValue, GuardRecord
+
+
+def with_allowed(req: LLMRequest, *fact_texts: str) -> LLMRequest:
+    """The request with the numbers its facts allow (instrument names carry digits: "PDQ-8")."""
+    allowed = allowed_numbers(*fact_texts, "PDQ-8")
+    return LLMRequest(req.system, req.user, req.agent, allowed, req.max_new_tokens)
+
+
+def prompt_text(req: LLMRequest) -> str:
+    return f"[system]\n{req.system}\n\n[user]\n{req.user}"
+
+
+class Generation:
+    """LLM calls and guarded release for one node run."""
+
+    def __init__(self, state: State, ctx: NodeContext, ledger: Sequence[FactValue] | None = None):
+        self.ctx = ctx
+        self.guard = state.guard
+        self.plan_patients = state.plan.patients
+        self.ledger = list(state.ledger if ledger is None else ledger)
+        self.llm_calls = state.llm_calls
+        self.skipped_calls = state.skipped_calls
+        self.notes = list(state.notes)
+        self.records: dict[str, GuardRecord] = dict(state.guard_records)
+
+    def changes(self) -> dict:
+        return {
+            "llm_calls": self.llm_calls,
+            "skipped_calls": self.skipped_calls,
+            "notes": self.notes,
+            "guard_records": self.records,
+        }
+
+    def texts(self, reqs: Sequence[LLMRequest], fallbacks: Sequence[str]) -> list[str]:
+        """The facts texts with the facts backend, else one generation per request."""
+        return list(fallbacks) if self.ctx.llm is None else self.generate(reqs)
+
+    def generate(self, reqs: Sequence[LLMRequest]) -> list[str]:
+        llm = self.ctx.llm
+        assert llm is not None
+        try:
+            out = llm.generate(list(reqs))
+        except PromptTooLongError as e:
+            if len(reqs) > 1:  # one long prompt must not cost the others their generation
+                return [self.generate([r])[0] for r in reqs]
+            # nothing is sent; the empty text fails the guard, so the facts text is released
+            self.skipped_calls += 1
+            self.notes = [*self.notes, f"{reqs[0].agent}: {e}; the facts text is used instead"]
+            return [""]
+        self.llm_calls += len(reqs)
+        if len(out) != len(reqs):
+            raise RuntimeError(f"LLM backend returned {len(out)} texts for {len(reqs)} requests")
+        return out
+
+    def release(self, agent: str, req: LLMRequest, text: str, fallback: str) -> str:
+        """Run the grounding guard on one agent's text and keep its record."""
+        if self.ctx.llm is None or not self.guard:
+            # facts backend / unguarded baseline: measure the text, never replace it
+            res = guard_text(
+                text,
+                self.ledger,
+                None,
+                lambda: text,
+                max_rounds=0,
+                plan_patients=self.plan_patients,
+            )
+            rec = dict(res.record)
+            rec["fallback_used"] = False
+            rec["guarded"] = False
+            self.records[agent] = rec  # type: ignore[assignment]
+            return text
+
+        def regenerate(critique: str) -> str:
+            again = LLMRequest(
+                req.system,
+                req.user
+                + "\n\nCritique of your previous answer: "
+                + critique
+                + "\nRewrite the answer.",
+                req.agent,
+                req.allowed_numbers,
+                req.max_new_tokens,
+            )
+            return self.generate([again])[0]
+
+        res = guard_text(
+            text,
+            self.ledger,
+            regenerate,
+            lambda: fallback,
+            max_rounds=self.ctx.cfg.grounding_rounds,
+            plan_patients=self.plan_patients,
+        )
+        rec = dict(res.record)
+        rec["guarded"] = True
+        self.records[agent] = rec  # type: ignore[assignment]
+        return res.text
