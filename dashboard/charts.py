@@ -1,24 +1,23 @@
-"""Plotly figure builders: pure functions of fact rows (engine.types.Fact) and clinical references.
+"""Plotly figure builders: pure functions of a result's fact rows (engine.types.Fact), course rows
+and slopes (Result.series, Result.slopes) and clinical references.
 
-No Streamlit here, so every chart is unit-tested on its own. Charts only draw numbers that are in
-the fact table (scores, items) or follow from it by the definitions of DESIGN.md (change vs the
-previous visit, least-squares slope against visit index); they never fill in missing values.
+No Streamlit here, so every chart is unit-tested on its own. Charts only draw numbers the engine
+computed: scores and items from the fact table, MCID crossings and slopes from engine.course
+(through the Result); they never compute a change or fill in missing values.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.clinical import BAND_COLOURS, ClinicalRefs
-from engine.types import Fact
+from engine.types import Fact, Result, SeriesRow, Slope
 from kb_store.documents import fmt_num
-from kb_store.profiles import DOMAIN_LABELS, DOMAINS, load_profile
+from kb_store.profiles import DOMAIN_LABELS, DOMAINS, domain_label, load_profile
 
 #: A calm qualitative palette (colour-blind safe, Okabe-Ito without yellow).
 PALETTE: tuple[str, ...] = (
@@ -85,48 +84,13 @@ def domains_present(facts: Iterable[Fact]) -> list[str]:
     return ordered + sorted(have - set(ordered))
 
 
-@dataclass(frozen=True)
-class ChangeMark:
-    """A visit-to-visit change at least as large as the domain's MCID."""
-
-    patient: int
-    condition: str
-    domain: str
-    visit: int
-    date: str
-    score: float
-    delta: float
-    direction: str  # "worsened" | "improved"
-
-
-def mcid_changes(facts: Sequence[Fact], refs: ClinicalRefs) -> list[ChangeMark]:
-    """Changes vs the previous scored visit of the same patient, condition and domain that reach
-    the domain's MCID (decrease = improvement). Domains without an MCID give none."""
-    series: dict[tuple[int, str, str], list[Fact]] = defaultdict(list)
-    for f in facts:
-        if f.score is not None:
-            series[(f.patient, f.condition or "", f.domain)].append(f)
-    out: list[ChangeMark] = []
-    for (pid, cond, dom), rows in series.items():
-        rows = sorted(rows, key=lambda f: f.visit)
-        for prev, cur in zip(rows, rows[1:], strict=False):
-            imp, wor = refs.mcid_for(cur.profile, dom)
-            if cur.profile != prev.profile:
-                continue  # different item sets: not comparable
-            delta = float(cur.score) - float(prev.score)  # type: ignore[arg-type]
-            if wor is not None and delta >= wor:
-                out.append(
-                    ChangeMark(
-                        pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "worsened"
-                    )
-                )  # type: ignore[arg-type]
-            elif imp is not None and delta <= imp:
-                out.append(
-                    ChangeMark(
-                        pid, cond, dom, cur.visit, cur.date, float(cur.score), delta, "improved"
-                    )
-                )  # type: ignore[arg-type]
-    return sorted(out, key=lambda m: (m.patient, m.domain, m.visit))
+def mcid_marks(series: Iterable[SeriesRow]) -> list[SeriesRow]:
+    """The course rows whose change from the previous visit reaches the MCID, as the engine
+    classified them (engine.course; Result.series): this module never recomputes a change."""
+    return sorted(
+        (r for r in series if r.mcid_crossing and r.score is not None),
+        key=lambda r: (r.patient, r.domain, r.visit),
+    )
 
 
 def trajectory_figure(
@@ -137,10 +101,12 @@ def trajectory_figure(
     show_bands: bool = True,
     show_mcid: bool = True,
     height_per_domain: int = 230,
+    series: Sequence[SeriesRow] = (),
 ) -> go.Figure:
     """Per-domain score trajectories over visit dates: one panel per domain (shared date axis),
-    one line per patient (and exam condition), severity bands behind each panel, MCID-sized
-    changes marked, hover showing every item score. Missing scores are gaps, never filled."""
+    one line per patient (and exam condition), severity bands behind each panel, the MCID-sized
+    changes of `series` (Result.series) marked, hover showing every item score. Missing scores
+    are gaps, never filled."""
     refs = refs or ClinicalRefs()
     doms = [d for d in (domains or domains_present(facts)) if any(f.domain == d for f in facts)]
     fig = go.Figure()
@@ -205,18 +171,18 @@ def trajectory_figure(
         if show_bands and bands:
             top = max(ymax * 1.15, 1.0)
             for b in bands:
-                if b.lo > top:
+                if b.min > top:
                     continue
-                hi = min(b.hi if b.hi is not None else (dmax or top), top)
+                hi = min(b.max if b.max is not None else (dmax or top), top)
                 fig.add_hrect(
-                    y0=b.lo,
+                    y0=b.min,
                     y1=hi,
                     row=r,
                     col=1,
                     layer="below",
                     line_width=0,
-                    fillcolor=BAND_COLOURS.get(b.label.lower(), "rgba(150,150,150,0.08)"),
-                    annotation_text=b.label,
+                    fillcolor=BAND_COLOURS.get(b.level.lower(), "rgba(150,150,150,0.08)"),
+                    annotation_text=b.level,
                     annotation_position="top left",
                     annotation_font=dict(size=10, color="#5B6770"),
                 )
@@ -226,14 +192,14 @@ def trajectory_figure(
         title = "score" + (f" (0-{fmt_num(dmax)})" if dmax else "")
         fig.update_yaxes(title_text=title, row=r, col=1)
     if show_mcid:
-        marks = mcid_changes(facts, refs)
+        marks = mcid_marks(series)
         shown: set[str] = set()
         for r, dom in enumerate(doms, start=1):
             for direction, symbol, col in (
                 ("worsened", "triangle-up", WORSENED_COLOUR),
                 ("improved", "triangle-down", IMPROVED_COLOUR),
             ):
-                ms = [m for m in marks if m.domain == dom and m.direction == direction]
+                ms = [m for m in marks if m.domain == dom and m.mcid_crossing == direction]
                 if not ms:
                     continue
                 name = f"{direction.capitalize()} by at least the MCID"
@@ -253,7 +219,7 @@ def trajectory_figure(
                         ),
                         hovertext=[
                             f"Patient {m.patient}, visit {m.visit}: {DOMAIN_LABELS.get(m.domain, m.domain)} "
-                            f"{'+' if m.delta > 0 else ''}{fmt_num(m.delta)} vs previous visit ({direction})"
+                            f"{'+' if m.delta.value > 0 else ''}{fmt_num(m.delta.value)} vs previous visit ({direction})"
                             for m in ms
                         ],
                         hovertemplate="%{hovertext}<extra></extra>",
@@ -335,67 +301,16 @@ def item_heatmap(
     return fig
 
 
-@dataclass(frozen=True)
-class SlopeRow:
-    patient: int
-    domain: str
-    slope: float  # points per visit (least squares against visit index), as in the paper
-    slope_year: float | None  # points per year from dates; None when all on one date
-    n_visits: int
-
-
-def _lsq(xs: Sequence[float], ys: Sequence[float]) -> float:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
-
-
-def patient_slopes(facts: Sequence[Fact]) -> list[SlopeRow]:
-    """Least-squares slope of each patient's domain score against visit index (and per year from
-    dates), for patients with at least two scored visits. Exam condition ON rows are excluded
-    (the OFF / untreated exam is the trajectory, as in the KB's longitudinal documents)."""
-    import datetime as dt
-
-    series: dict[tuple[int, str], list[Fact]] = defaultdict(list)
-    for f in facts:
-        if f.score is not None and (f.condition or "OFF") == "OFF":
-            series[(f.patient, f.domain)].append(f)
-    out = []
-    for (pid, dom), rows in sorted(series.items()):
-        if len({f.visit for f in rows}) < 2:
-            continue
-        xs = [float(f.visit) for f in rows]
-        ys = [float(f.score) for f in rows]  # type: ignore[arg-type]
-        days = [dt.date.fromisoformat(f.date[:10]).toordinal() / 365.25 for f in rows]
-        per_year = _lsq(days, ys) if len(set(days)) > 1 else None
-        out.append(SlopeRow(pid, dom, _lsq(xs, ys), per_year, len(rows)))
-    return out
-
-
-def slopes_from_cohort(cohort: dict | None) -> list[SlopeRow] | None:
-    """The cohort agent's own slope rows (Result.cohort["slopes"]), or None when absent."""
-    rows = (cohort or {}).get("slopes")
-    if not isinstance(rows, list):
-        return None
-    return [
-        SlopeRow(
-            int(r["patient"]),
-            str(r["domain"]),
-            float(r["slope"]),
-            None if r.get("slope_year") is None else float(r["slope_year"]),
-            int(r.get("n_visits", 0)),
-        )
-        for r in rows
-        if r.get("slope") is not None
-    ]
-
-
-def _dlabel(d: str) -> str:
-    return "Total UPDRS (I+II+III)" if d == "total" else DOMAIN_LABELS.get(d, d)
+def result_slopes(result: Result) -> list[Slope]:
+    """The slopes a result carries: the cohort agent's (with the UPDRS total) when it ran, else
+    each patient's per-domain slopes of Result.slopes; both computed by engine.course."""
+    rows = (result.cohort or {}).get("slopes")
+    slopes = [Slope(**r) for r in rows] if isinstance(rows, list) else list(result.slopes)
+    return [s for s in slopes if s.slope is not None]
 
 
 def cohort_slope_figure(
-    slopes: Sequence[SlopeRow],
+    slopes: Sequence[Slope],
     highlight: int | None = None,
     *,
     domains: Sequence[str] | None = None,
@@ -410,7 +325,7 @@ def cohort_slope_figure(
         fig.add_trace(
             go.Box(
                 x=[s.slope for s in others],
-                name=_dlabel(dom),
+                name=domain_label(dom),
                 boxpoints="all",
                 jitter=0.5,
                 pointpos=0,
@@ -433,7 +348,7 @@ def cohort_slope_figure(
             fig.add_trace(
                 go.Scatter(
                     x=[s.slope for s in hs],
-                    y=[_dlabel(s.domain) for s in hs],
+                    y=[domain_label(s.domain) for s in hs],
                     mode="markers+text",
                     name=f"Patient {highlight}",
                     marker=dict(color=HIGHLIGHT_COLOUR, size=15, line=dict(color="white", width=2)),

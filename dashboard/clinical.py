@@ -2,7 +2,7 @@
 
 The dashboard does not own clinical thresholds: `contexts/thresholds.json` does, read by
 `engine.contexts.load_contexts`. This module flattens a `Contexts` into what the charts need,
-keyed by (profile, domain): severity bands and the asymmetric MCID (improvement, worsening), each
+keyed by (profile, domain): severity bands (engine.contexts.Band) and the asymmetric MCID (improvement, worsening), each
 with its source. Profiles without published bands or MCIDs simply get none; when the contexts
 cannot be loaded at all the charts draw no bands and no markers, and `ClinicalRefs.note` says why.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from engine.contexts import Band, Contexts, load_contexts
 
 #: Colours of severity bands (calm, low-saturation) by band level.
 BAND_COLOURS: dict[str, str] = {
@@ -22,13 +23,6 @@ BAND_COLOURS: dict[str, str] = {
 }
 
 Key = tuple[str, str]  # (profile, domain)
-
-
-@dataclass(frozen=True)
-class Band:
-    label: str
-    lo: float
-    hi: float | None  # None = up to the domain maximum
 
 
 @dataclass(frozen=True)
@@ -46,7 +40,7 @@ class ClinicalRefs:
         return self.mcid.get((profile, domain), (None, None))
 
 
-def refs_from_contexts(ctx: Any) -> ClinicalRefs:
+def refs_from_contexts(ctx: Contexts) -> ClinicalRefs:
     """Flatten an engine.contexts.Contexts into ClinicalRefs."""
     bands: dict[Key, tuple[Band, ...]] = {}
     mcid: dict[Key, tuple[float, float]] = {}
@@ -54,9 +48,7 @@ def refs_from_contexts(ctx: Any) -> ClinicalRefs:
     for prof, doms in ctx.severity.items():
         for dom, bs in doms.items():
             if bs:
-                bands[(prof, dom)] = tuple(
-                    sorted((Band(b.level, b.min, b.max) for b in bs), key=lambda b: b.lo)
-                )
+                bands[(prof, dom)] = tuple(sorted(bs, key=lambda b: b.min))
                 sources[(prof, dom)] = ctx.severity_source.get(prof, "")
     for prof, doms in ctx.mcid.items():
         for dom, m in doms.items():
@@ -69,12 +61,6 @@ def refs_from_contexts(ctx: Any) -> ClinicalRefs:
 
 def load_refs(contexts_dir: Path) -> ClinicalRefs:
     """Severity bands and MCIDs from contexts/; empty refs with a note when they cannot be read."""
-    try:
-        from engine.contexts import load_contexts
-    except ImportError:
-        return ClinicalRefs(
-            note="engine.contexts is not available: no severity bands or MCIDs drawn"
-        )
     try:
         return refs_from_contexts(load_contexts(contexts_dir))
     except Exception as e:  # noqa: BLE001 - shown to the user, never hidden

@@ -12,7 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import report
 from dashboard.clinical import ClinicalRefs
-from dashboard.provenance import grounding_status, highlighted_markdown, link_numbers
+from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers
 from engine.types import Result
 from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAIN_LABELS

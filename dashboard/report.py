@@ -17,7 +17,7 @@ import pandas as pd
 
 from dashboard import charts, tables
 from dashboard.clinical import ClinicalRefs
-from dashboard.provenance import grounding_status, highlighted_html, link_numbers, links_table
+from dashboard.number_links import grounding_status, highlighted_html, link_numbers, links_table
 from engine.types import Result
 
 
@@ -148,10 +148,15 @@ def report_figures(
     """(title, figure) pairs for the report: trajectories (and heatmaps) or the cohort slopes."""
     figs: list[tuple[str, Any]] = []
     if result.plan.analysis == "cohort":
-        slopes = charts.slopes_from_cohort(result.cohort) or charts.patient_slopes(result.facts)
+        slopes = charts.result_slopes(result)
         figs.append(("Slope per domain", charts.cohort_slope_figure(slopes, highlight)))
     elif result.facts:
-        figs.append(("Domain-score trajectories", charts.trajectory_figure(result.facts, refs)))
+        figs.append(
+            (
+                "Domain-score trajectories",
+                charts.trajectory_figure(result.facts, refs, series=result.series),
+            )
+        )
         patients = sorted({f.patient for f in result.facts})
         if len(patients) == 1:
             figs.append(("Item scores", charts.item_heatmap(result.facts, patients[0])))

@@ -10,10 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.charts import SlopeRow
-from engine.types import Fact, Result
+from engine.types import Fact, Result, Slope
 from kb_store.documents import fmt_num
-from kb_store.profiles import DOMAIN_LABELS
+from kb_store.profiles import domain_label
 
 CHANGE_COLOURS: dict[str, str] = {
     "improved": "background-color: #DCEFE3; color: #14532D",
@@ -95,7 +94,7 @@ def flags_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return df[first + [c for c in df.columns if c not in first]]
 
 
-def slopes_frame(slopes: Sequence[SlopeRow]) -> pd.DataFrame:
+def slopes_frame(slopes: Sequence[Slope]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
@@ -132,10 +131,6 @@ def cohort_frames(cohort: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.DataF
         ]
     )
     return answer, ranking, stats
-
-
-def domain_label(d: str) -> str:
-    return "Total UPDRS (I+II+III)" if d == "total" else DOMAIN_LABELS.get(d, d)
 
 
 def _cell(v: Any) -> Any:

@@ -69,7 +69,7 @@ with right:
     highlight = st.selectbox(
         "Highlight patient", in_result, index=None, key="highlight", placeholder="(none)"
     )
-    slopes = charts.slopes_from_cohort(result.cohort) or charts.patient_slopes(result.facts)
+    slopes = charts.result_slopes(result)
     st.plotly_chart(
         charts.cohort_slope_figure(slopes, highlight),
         theme=None,

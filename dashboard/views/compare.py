@@ -58,6 +58,7 @@ with render.summary_beside(result):
                         refs,
                         show_bands=show_bands,
                         height_per_domain=180,
+                        series=[r for r in result.series if r.patient == p],
                     ),
                     theme=None,
                     key=f"trajectory_chart_{p}",
@@ -65,7 +66,9 @@ with render.summary_beside(result):
                 )
     else:
         st.plotly_chart(
-            charts.trajectory_figure(result.facts, refs, show_bands=show_bands),
+            charts.trajectory_figure(
+                result.facts, refs, show_bands=show_bands, series=result.series
+            ),
             theme=None,
             key="trajectory_chart",
             width="stretch",

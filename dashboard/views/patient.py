@@ -48,7 +48,11 @@ with render.summary_beside(result):
     with t1:
         st.plotly_chart(
             charts.trajectory_figure(
-                result.facts, refs, show_bands=show_bands, show_mcid=show_mcid
+                result.facts,
+                refs,
+                show_bands=show_bands,
+                show_mcid=show_mcid,
+                series=result.series,
             ),
             theme=None,
             key="trajectory_chart",

@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import render, report, state, tables
+from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
-from dashboard.provenance import link_numbers, links_table
 
 st.header("Provenance", divider="gray")
 result = state.current_result()
@@ -98,8 +98,10 @@ if not df.empty:
             with st.container(border=True):
                 st.markdown(f"`{d.id}` \u00b7 source `{d.metadata.get('source', '')}`")
                 st.text(d.text)
-else:
+elif "final" in result.claims:
     st.caption("The summary contains no numbers.")
+else:
+    st.caption("This result carries no grounding record of its summary: no number can be linked.")
 
 st.subheader("Agents")
 for agent, text in result.narratives.items():

@@ -75,7 +75,7 @@ def _judge_date(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.matched = [
             f
             for f in idx.ledger
-            if f.date in hits and f.kind == "date" and f.patient in (cl.patient, None)
+            if f.kind == "date" and f.date in hits and cl.patient in (None, f.patient)
         ]
     else:
         cl.status = "wrong"

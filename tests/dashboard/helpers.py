@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from dashboard.clinical import Band, ClinicalRefs
+from dashboard.clinical import ClinicalRefs
+from engine.contexts import Band
 from engine.types import Fact, Plan, Result
 from kb_store.documents import build_documents, session_doc_id
 from kb_store.model import Session, SourceRef
@@ -118,12 +119,21 @@ def facts(patients: tuple[int, ...] = ()) -> list[Fact]:
     return out
 
 
+def run(patients: tuple[int, ...] = (), analysis: str = "trajectory") -> Result:
+    """A real engine result (facts backend) over the sample KB; () = every patient."""
+    from engine.config import Config
+    from engine.pipeline import Engine
+
+    return Engine(Config.load(env={}), kb(), None).run(Plan(patients, analysis))
+
+
 def result(
     patients: tuple[int, ...] = (3,), analysis: str = "trajectory", summary: str | None = None
 ) -> Result:
     """A real engine result (facts backend) whose summary is replaced by `summary`, with a
     verification record marking "99" as unsupported when present (as the guard would)."""
     from engine.config import Config
+    from engine.grounding.guard import check_numbers
     from engine.pipeline import Engine
 
     r = Engine(Config.load(env={}), kb(), None).run(Plan(patients, analysis))
@@ -133,6 +143,8 @@ def result(
         else ("Patient 3, visit 2 (2021-04-12): motor 26, +6 from visit 1 (worsened). Tremor 99.")
     )
     r.summary = summary
+    # the guard's claim records of the new summary, as the engine would have kept them
+    r.claims = {"final": check_numbers(summary, r.ledger, r.plan.patients)["claims"]}
     bad = (
         [
             {

@@ -34,11 +34,12 @@ def test_trajectory_has_one_panel_per_domain_and_scores_from_facts():
 
 
 def test_mcid_markers_only_where_change_reaches_mcid():
-    fs = h.facts((3,))
-    marks = charts.mcid_changes(fs, h.REFS)
-    motor = [(m.visit, m.direction, m.delta) for m in marks if m.domain == "motor"]
+    r = h.run((3,))
+    fs = r.facts
+    marks = charts.mcid_marks(r.series)
+    motor = [(m.visit, m.mcid_crossing, m.delta.value) for m in marks if m.domain == "motor"]
     assert motor == [(2, "worsened", 6.0), (3, "improved", -5.0)]  # +1 at visit 4 is stable
-    fig = charts.trajectory_figure(fs, h.REFS)
+    fig = charts.trajectory_figure(fs, h.REFS, series=r.series)
     (wor,) = _traces(fig, domain="motor", mcid="worsened")
     assert list(wor.y) == [26] and list(wor.x) == ["2021-04-12"]
     (imp,) = _traces(fig, domain="motor", mcid="improved")
@@ -91,14 +92,14 @@ def test_item_heatmap_rows_are_items_columns_visits():
 
 
 def test_patient_slopes_least_squares_against_visit_index():
-    slopes = {(s.patient, s.domain): s for s in charts.patient_slopes(h.facts())}
+    slopes = {(s.patient, s.domain): s for s in charts.result_slopes(h.run())}
     assert slopes[(8, "motor")].slope == pytest.approx(2.5)  # 35, 36, 40 over visits 1..3
     assert slopes[(12, "motor")].slope == 0
     assert slopes[(8, "motor")].slope_year == pytest.approx(2.5 / (91.5 / 365.25), rel=0.05)
 
 
 def test_cohort_slope_chart_highlights_selected_patient():
-    slopes = charts.patient_slopes(h.facts())
+    slopes = charts.result_slopes(h.run())
     fig = charts.cohort_slope_figure(slopes, highlight=8)
     (hl,) = [t for t in fig.data if t.meta and t.meta.get("highlight") == 8]
     motor_idx = list(hl.y).index("Motor")
@@ -115,7 +116,7 @@ def test_refs_from_the_shipped_contexts():
     assert not refs.note
     assert refs.mcid_for("mds-updrs", "motor") == (-3.25, 4.63)
     assert refs.mcid_for("pdq8", "qol") == (None, None)  # none verified: no markers
-    assert [b.label for b in refs.bands_for("mds-updrs", "motor")] == ["mild", "moderate", "severe"]
+    assert [b.level for b in refs.bands_for("mds-updrs", "motor")] == ["mild", "moderate", "severe"]
     assert (
         refs.bands_for("marag-updrs44", "motor") == ()
     )  # no published bands for the study profile

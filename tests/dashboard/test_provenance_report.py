@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 
-from dashboard import provenance, report, tables
+from dashboard import number_links, report, tables
 from dashboard.clinical import load_refs
 from engine.config import Config
 
@@ -16,24 +16,24 @@ h = sys.modules["dash_helpers"]
 
 def test_unsupported_number_highlighted_and_badge_failed():
     r = h.result()
-    links = provenance.link_numbers(r)
+    links = number_links.link_numbers(r)
     bad = [lk for lk in links if not lk.supported]
     assert [lk.text for lk in bad] == ["99"]
-    md = provenance.highlighted_markdown(r.summary, links)
+    md = number_links.highlighted_markdown(r.summary, links)
     assert ":red-background[**99**]" in md and md.count(":red-background") == 1
-    assert provenance.grounding_status(r.verification)[0] == "failed"
-    html = provenance.highlighted_html(r.summary, links)
+    assert number_links.grounding_status(r.verification)[0] == "failed"
+    html = number_links.highlighted_html(r.summary, links)
     assert '<mark class="unsupported"' in html and ">99</mark>" in html
 
 
 def test_supported_numbers_link_to_fact_rows_and_documents():
     r = h.result(summary="Patient 3, visit 2 (2021-04-12): motor 26.")
-    links = provenance.link_numbers(r)
+    links = number_links.link_numbers(r)
     (motor,) = [lk for lk in links if lk.text == "26"]
     assert motor.supported
     assert {(f.patient, f.visit, f.domain) for f in motor.facts} == {(3, 2, "motor")}
     assert motor.doc_ids == ["s-3-v2-updrs"]
-    assert provenance.grounding_status(r.verification)[0] == "passed"
+    assert number_links.grounding_status(r.verification)[0] == "passed"
 
 
 def test_only_the_final_agents_spans_mark_the_summary():
@@ -45,13 +45,13 @@ def test_only_the_final_agents_spans_mark_the_summary():
         },
         "unsupported": [{"agent": "motor", "span": [11, 13], "text": "xx"}],
     }
-    assert all(lk.supported for lk in provenance.link_numbers(r))
-    assert provenance.grounding_status(r.verification)[0] == "passed"
+    assert all(lk.supported for lk in number_links.link_numbers(r))
+    assert number_links.grounding_status(r.verification)[0] == "passed"
 
 
 def test_markdown_escaping_keeps_text_literal():
     r = h.result(summary="Score *not* $5 [x] 99")
-    md = provenance.highlighted_markdown(r.summary, provenance.link_numbers(r))
+    md = number_links.highlighted_markdown(r.summary, number_links.link_numbers(r))
     assert "\\*not\\*" in md and "\\$5" in md and "\\[x\\]" in md
 
 

@@ -1,10 +1,10 @@
-"""Provenance for QA reviewers: every number in a summary linked to the ledger values it may claim,
-the fact rows those values come from and the KB documents behind the facts.
+"""Number links for QA reviewers: every number of a summary linked to the ledger values the
+grounding guard matched it to, the fact rows those values come from and the KB documents behind
+the facts, with the summary highlighted where a number is unsupported.
 
-Uses the grounding module's claim extraction (`engine.grounding.claims.extract_claims`) when it is
-installed; otherwise matches each number token to ledger values by value, narrowed to the patients
-named in the same sentence. Numbers listed as unsupported in the verification record are marked.
-Pure functions, no Streamlit.
+A projection of the guard's verdict (Result.claims["final"]: each checked claim with its matched
+ledger values): nothing here reads numbers from the text or matches them again. Pure functions,
+no Streamlit (the page is dashboard/views/provenance.py).
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.types import Fact, FactValue, Result
-
-NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?%?")
-PATIENT_RE = re.compile(r"\b[Pp]atients?\s+((?:\d+(?:\s*(?:,|and|&)\s*)?)+)")
-SENTENCE_RE = re.compile(r"[^.!?\n]+(?:[.!?](?!\d)|\n|$)")
 
 
 @dataclass
@@ -33,13 +29,7 @@ class NumberLink:
     values: list[FactValue] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     doc_ids: list[str] = field(default_factory=list)
-
-
-def _to_float(tok: str) -> float | None:
-    try:
-        return float(tok.rstrip("%"))
-    except ValueError:
-        return None
+    claim: dict[str, Any] = field(default_factory=dict)  # the guard's claim record
 
 
 def facts_for_value(fv: FactValue, facts: Sequence[Fact]) -> list[Fact]:
@@ -58,16 +48,6 @@ def facts_for_value(fv: FactValue, facts: Sequence[Fact]) -> list[Fact]:
         and (fv.domain is None or f.domain == fv.domain)
         and (fv.kind != "item" or fv.item is None or fv.item in f.items)
     ]
-
-
-def _sentence_patients(text: str, pos: int) -> set[int]:
-    for m in SENTENCE_RE.finditer(text):
-        if m.start() <= pos < m.end():
-            out: set[int] = set()
-            for pm in PATIENT_RE.finditer(m.group()):
-                out |= {int(x) for x in re.findall(r"\d+", pm.group(1))}
-            return out
-    return set()
 
 
 def summary_record(verification: dict[str, Any]) -> dict[str, Any] | None:
@@ -106,99 +86,36 @@ def _unsupported_spans(verification: dict[str, Any]) -> dict[tuple[int, int], st
     return out
 
 
-def _matching_values(cl: Any, ledger: Sequence[FactValue]) -> list[FactValue]:
-    """Ledger values consistent with a claim's value and context (kind, patient, visit, domain)."""
-
-    def ok(v: FactValue) -> bool:
-        tol = max(v.tolerance, 0.5 * 10 ** -int(getattr(cl, "decimals", 0) or 0), 1e-9)
-        if abs(abs(v.value) - abs(cl.value)) > tol:
-            return False
-        if cl.patient is not None and v.patient not in (None, cl.patient):
-            return False
-        if cl.visit is not None and v.visit is not None and v.visit != cl.visit:
-            return False
-        return not (cl.domain and v.domain and v.domain != cl.domain)
-
-    cands = [v for v in ledger if ok(v)]
-    kind = getattr(cl, "kind", None)
-    kinds = {"change": {"delta", "cumulative"}, "pair": {"delta", "cumulative"}}.get(
-        kind or "", {kind}
+def _link(claim: dict[str, Any], result: Result) -> NumberLink:
+    """One checked claim of the summary as a link: the guard's verdict and matched values."""
+    role = claim.get("role", "value")
+    supported = claim.get("status") in ("correct", "lenient_supported")
+    reason = claim.get("reason") or ("" if supported else "unsupported")
+    if role != "value":
+        reason = f"{role} identifier" + (f"; {claim['reason']}" if claim.get("reason") else "")
+    start, end = (int(x) for x in claim["span"])
+    return NumberLink(
+        start,
+        end,
+        str(claim.get("text", result.summary[start:end])),
+        float(claim.get("value", 0.0)),
+        supported,
+        reason,
+        [FactValue(**v) for v in claim.get("matched") or ()],
+        claim=claim,
     )
-    same = [v for v in cands if v.kind in kinds]
-    return same or cands
-
-
-def _from_claims(result: Result) -> list[NumberLink] | None:
-    try:
-        from engine.grounding.claims import extract_claims
-    except ImportError:
-        return None
-    try:
-        claims = extract_claims(result.summary, result.ledger, result.plan)
-    except Exception:  # noqa: BLE001 - fall back to value matching, never hide the summary
-        return None
-    links = []
-    for c in claims:
-        vals = (
-            _matching_values(c, result.ledger)
-            if c.role == "value"
-            else [
-                v
-                for v in result.ledger
-                if v.kind == c.role
-                and abs(v.value - c.value) < 1e-9
-                and (c.patient is None or v.patient in (None, c.patient))
-            ]
-        )
-        reason = c.reason or ("" if c.supported else "unsupported")
-        if c.role != "value":
-            reason = f"{c.role} identifier" + (f"; {c.reason}" if c.reason else "")
-        lk = NumberLink(c.start, c.end, c.text, float(c.value), bool(c.supported), reason, vals)
-        if c.role == "date" and getattr(c, "date", None):
-            lk.facts = [
-                f
-                for f in result.facts
-                if f.date == c.date and (c.patient is None or f.patient == c.patient)
-            ]
-        links.append(lk)
-    return links
 
 
 def link_numbers(result: Result) -> list[NumberLink]:
-    """One NumberLink per number in `result.summary`, in text order."""
-    text = result.summary
-    links = _from_claims(result)
-    if links is None:
-        links = []
-        for m in NUMBER_RE.finditer(text):
-            x = _to_float(m.group())
-            if x is None:
-                continue
-            cands = [
-                v for v in result.ledger if abs(abs(v.value) - abs(x)) <= max(v.tolerance, 1e-9)
-            ]
-            named = _sentence_patients(text, m.start())
-            narrowed = (
-                [v for v in cands if v.patient is None or v.patient in named] if named else cands
-            )
-            cands = narrowed or cands
-            links.append(
-                NumberLink(
-                    m.start(),
-                    m.end(),
-                    m.group(),
-                    x,
-                    bool(cands),
-                    "" if cands else "no fact has this value",
-                    cands,
-                )
-            )
+    """One NumberLink per number of `result.summary` that the guard checked, in text order: a
+    projection of the final agent's claim records (Result.claims["final"]), never a re-match."""
+    links = [_link(c, result) for c in result.claims.get("final", ())]
     bad = _unsupported_spans(result.verification)
     for lk in links:
         for (s, e), why in bad.items():
             if s < lk.end and lk.start < e:
                 lk.supported, lk.reason = False, why
-        seen = {(f.patient, f.visit, f.domain, f.doc_id) for f in lk.facts}
+        seen: set[tuple] = set()
         for v in lk.values:
             for f in facts_for_value(v, result.facts):
                 k = (f.patient, f.visit, f.domain, f.doc_id)
