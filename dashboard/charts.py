@@ -93,6 +93,131 @@ def mcid_marks(series: Iterable[SeriesRow]) -> list[SeriesRow]:
     )
 
 
+def _no_scores_figure() -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(
+        annotations=[
+            dict(
+                text="No scores to plot", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
+            )
+        ],
+        height=200,
+        font=FONT,
+        template="plotly_white",
+    )
+    return fig
+
+
+def _patient_lines(fig: go.Figure, r: int, dom: str, dom_facts: list[Fact], colour: dict) -> None:
+    """One line per patient (and exam condition) in panel r; missing scores are gaps."""
+    for k in colour:
+        rows = sorted((f for f in dom_facts if _series_key(f) == k), key=lambda f: f.visit)
+        if not rows:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[f.date for f in rows],
+                y=[f.score if f.score is not None else None for f in rows],
+                mode="lines+markers",
+                name=_series_name(k),
+                legendgroup=_series_name(k),
+                showlegend=r == 1,
+                line=dict(color=colour[k], width=2),
+                marker=dict(
+                    size=8,
+                    color=colour[k],
+                    symbol=["circle-open" if f.missing else "circle" for f in rows],
+                ),
+                hovertext=[hover_text(f) for f in rows],
+                hovertemplate="%{hovertext}<extra></extra>",
+                connectgaps=False,
+                meta={"domain": dom, "patient": k[0], "condition": k[1]},
+            ),
+            row=r,
+            col=1,
+        )
+
+
+def _panel_axis(
+    fig: go.Figure, r: int, dom: str, dom_facts: list[Fact], refs: ClinicalRefs, show_bands: bool
+) -> None:
+    """Severity bands behind panel r (when its facts share one profile) and its y axis."""
+    ymax = max((f.score for f in dom_facts if f.score is not None), default=0.0) or 1.0
+    dmax = next((m for m in (_domain_max(f) for f in dom_facts) if m), None)
+    profiles = {f.profile for f in dom_facts if f.profile}
+    bands = refs.bands_for(next(iter(profiles)), dom) if len(profiles) == 1 else ()
+    if show_bands and bands:
+        top = max(ymax * 1.15, 1.0)
+        for b in bands:
+            if b.min > top:
+                continue
+            fig.add_hrect(
+                y0=b.min,
+                y1=min(b.max if b.max is not None else (dmax or top), top),
+                row=r,
+                col=1,
+                layer="below",
+                line_width=0,
+                fillcolor=BAND_COLOURS.get(b.level.lower(), "rgba(150,150,150,0.08)"),
+                annotation_text=b.level,
+                annotation_position="top left",
+                annotation_font=dict(size=10, color="#5B6770"),
+            )
+        fig.update_yaxes(range=[0, top], row=r, col=1)
+    else:
+        fig.update_yaxes(rangemode="tozero", row=r, col=1)
+    title = "score" + (f" (0-{fmt_num(dmax)})" if dmax else "")
+    fig.update_yaxes(title_text=title, row=r, col=1)
+
+
+_MCID_STYLE = (
+    ("worsened", "triangle-up", WORSENED_COLOUR),
+    ("improved", "triangle-down", IMPROVED_COLOUR),
+)
+
+
+def _mcid_hover(m: SeriesRow, direction: str) -> str:
+    d = m.delta.value if m.delta else 0.0
+    return (
+        f"Patient {m.patient}, visit {m.visit}: {DOMAIN_LABELS.get(m.domain, m.domain)} "
+        f"{'+' if d > 0 else ''}{fmt_num(d)} vs previous visit ({direction})"
+    )
+
+
+def _mcid_markers(fig: go.Figure, doms: Sequence[str], series: Sequence[SeriesRow]) -> None:
+    """Open triangles on the visits whose change reaches the MCID (engine.course)."""
+    marks = mcid_marks(series)
+    shown: set[str] = set()
+    for r, dom in enumerate(doms, start=1):
+        for direction, symbol, col in _MCID_STYLE:
+            ms = [m for m in marks if m.domain == dom and m.mcid_crossing == direction]
+            if not ms:
+                continue
+            name = f"{direction.capitalize()} by at least the MCID"
+            fig.add_trace(
+                go.Scatter(
+                    x=[m.date for m in ms],
+                    y=[m.score for m in ms],
+                    mode="markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=name not in shown,
+                    marker=dict(
+                        symbol=symbol,
+                        size=15,
+                        color="rgba(0,0,0,0)",
+                        line=dict(color=col, width=2.5),
+                    ),
+                    hovertext=[_mcid_hover(m, direction) for m in ms],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                    meta={"domain": dom, "mcid": direction},
+                ),
+                row=r,
+                col=1,
+            )
+            shown.add(name)
+
+
 def trajectory_figure(
     facts: Sequence[Fact],
     refs: ClinicalRefs | None = None,
@@ -109,24 +234,8 @@ def trajectory_figure(
     are gaps, never filled."""
     refs = refs or ClinicalRefs()
     doms = [d for d in (domains or domains_present(facts)) if any(f.domain == d for f in facts)]
-    fig = go.Figure()
     if not doms:
-        fig.update_layout(
-            annotations=[
-                dict(
-                    text="No scores to plot",
-                    showarrow=False,
-                    x=0.5,
-                    y=0.5,
-                    xref="paper",
-                    yref="paper",
-                )
-            ],
-            height=200,
-            font=FONT,
-            template="plotly_white",
-        )
-        return fig
+        return _no_scores_figure()
     fig = make_subplots(
         rows=len(doms),
         cols=1,
@@ -138,97 +247,10 @@ def trajectory_figure(
     colour = {k: patient_colour(i) for i, k in enumerate(keys)}
     for r, dom in enumerate(doms, start=1):
         dom_facts = [f for f in facts if f.domain == dom]
-        for k in keys:
-            rows = sorted((f for f in dom_facts if _series_key(f) == k), key=lambda f: f.visit)
-            if not rows:
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=[f.date for f in rows],
-                    y=[f.score if f.score is not None else None for f in rows],
-                    mode="lines+markers",
-                    name=_series_name(k),
-                    legendgroup=_series_name(k),
-                    showlegend=(r == 1) or dom == doms[0],
-                    line=dict(color=colour[k], width=2),
-                    marker=dict(
-                        size=8,
-                        color=colour[k],
-                        symbol=["circle-open" if f.missing else "circle" for f in rows],
-                    ),
-                    hovertext=[hover_text(f) for f in rows],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                    connectgaps=False,
-                    meta={"domain": dom, "patient": k[0], "condition": k[1]},
-                ),
-                row=r,
-                col=1,
-            )
-        ymax = max((f.score for f in dom_facts if f.score is not None), default=0.0) or 1.0
-        dmax = next((m for m in (_domain_max(f) for f in dom_facts) if m), None)
-        profiles = {f.profile for f in dom_facts if f.profile}
-        bands = refs.bands_for(next(iter(profiles)), dom) if len(profiles) == 1 else ()
-        if show_bands and bands:
-            top = max(ymax * 1.15, 1.0)
-            for b in bands:
-                if b.min > top:
-                    continue
-                hi = min(b.max if b.max is not None else (dmax or top), top)
-                fig.add_hrect(
-                    y0=b.min,
-                    y1=hi,
-                    row=r,
-                    col=1,
-                    layer="below",
-                    line_width=0,
-                    fillcolor=BAND_COLOURS.get(b.level.lower(), "rgba(150,150,150,0.08)"),
-                    annotation_text=b.level,
-                    annotation_position="top left",
-                    annotation_font=dict(size=10, color="#5B6770"),
-                )
-            fig.update_yaxes(range=[0, top], row=r, col=1)
-        else:
-            fig.update_yaxes(rangemode="tozero", row=r, col=1)
-        title = "score" + (f" (0-{fmt_num(dmax)})" if dmax else "")
-        fig.update_yaxes(title_text=title, row=r, col=1)
+        _patient_lines(fig, r, dom, dom_facts, colour)
+        _panel_axis(fig, r, dom, dom_facts, refs, show_bands)
     if show_mcid:
-        marks = mcid_marks(series)
-        shown: set[str] = set()
-        for r, dom in enumerate(doms, start=1):
-            for direction, symbol, col in (
-                ("worsened", "triangle-up", WORSENED_COLOUR),
-                ("improved", "triangle-down", IMPROVED_COLOUR),
-            ):
-                ms = [m for m in marks if m.domain == dom and m.mcid_crossing == direction]
-                if not ms:
-                    continue
-                name = f"{direction.capitalize()} by at least the MCID"
-                fig.add_trace(
-                    go.Scatter(
-                        x=[m.date for m in ms],
-                        y=[m.score for m in ms],
-                        mode="markers",
-                        name=name,
-                        legendgroup=name,
-                        showlegend=name not in shown,
-                        marker=dict(
-                            symbol=symbol,
-                            size=15,
-                            color="rgba(0,0,0,0)",
-                            line=dict(color=col, width=2.5),
-                        ),
-                        hovertext=[
-                            f"Patient {m.patient}, visit {m.visit}: {DOMAIN_LABELS.get(m.domain, m.domain)} "
-                            f"{'+' if m.delta.value > 0 else ''}{fmt_num(m.delta.value)} vs previous visit ({direction})"
-                            for m in ms
-                        ],
-                        hovertemplate="%{hovertext}<extra></extra>",
-                        meta={"domain": dom, "mcid": direction},
-                    ),
-                    row=r,
-                    col=1,
-                )
-                shown.add(name)
+        _mcid_markers(fig, doms, series)
     fig.update_xaxes(type="date", showgrid=True, gridcolor="#EEF1F4")
     fig.update_xaxes(title_text="visit date", row=len(doms), col=1)
     fig.update_layout(

@@ -19,9 +19,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine.course import fmt, fmt2, slope_of
+from engine.course import Point, fmt, fmt2, slope_of
 from engine.types import Fact
-from kb_store.profiles import DOMAIN_WORDS, TOTAL, UPDRS_DOMAINS
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
 DOMAIN_KEYWORDS: tuple[tuple[str, str], ...] = (
     (r"\bnon-?\s?motor\b|\bpart\s+(i|1)\b", "nonmotor"),
@@ -73,6 +73,74 @@ def _ranked(rows: list[dict[str, Any]], key: str, descending: bool) -> list[dict
     return rows
 
 
+Points = list[Point]  # (visit, ISO date, score), in visit order
+
+
+def _updrs_totals(
+    by_pd: dict[tuple[int, str], list[Fact]], patients: list[int], notes: list[str]
+) -> dict[int, Points]:
+    """Per-visit UPDRS totals (only visits with all three UPDRS parts scored); a note for each
+    visit where some part is missing."""
+    totals: dict[int, Points] = defaultdict(list)
+    for p in patients:
+        visits: dict[int, dict[str, Fact]] = defaultdict(dict)
+        for d in UPDRS_DOMAINS:
+            for f in by_pd.get((p, d), []):
+                visits[f.visit][d] = f
+        for v in sorted(visits):
+            fs = visits[v]
+            if len(fs) == 3:
+                totals[p].append((v, fs["motor"].date, sum(fs[d].score for d in UPDRS_DOMAINS)))  # type: ignore[misc]
+            elif any(fs.values()):
+                notes.append(
+                    f"Patient {p}, visit {v}: UPDRS total not computed "
+                    f"(scored parts: {', '.join(sorted(fs))})."
+                )
+    return totals
+
+
+def _domain_stats(latest: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Max / min (with the patients at them) and mean of each domain's latest scores."""
+    out: dict[str, dict[str, Any]] = {}
+    for dom, rows in latest.items():
+        vals = [r["value"] for r in rows]
+        mx, mn = max(vals), min(vals)
+        out[dom] = {
+            "max": mx,
+            "max_patients": [r["patient"] for r in rows if r["value"] == mx],
+            "min": mn,
+            "min_patients": [r["patient"] for r in rows if r["value"] == mn],
+            "mean": round(sum(vals) / len(vals), 2),
+            "n_patients": len(vals),
+        }
+    return out
+
+
+def _slope_ranking(
+    statistic: str, domain: str, slopes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    rows = [
+        {
+            "patient": s["patient"],
+            "value": s["slope"],
+            "slope_year": s["slope_year"],
+            "n_visits": s["n_visits"],
+        }
+        for s in slopes
+        if s["domain"] == domain and s["slope"] is not None
+    ]
+    if not rows:
+        raise ValueError(
+            "cohort slope statistics need at least 2 scored visits per patient; "
+            "the selection has fewer (check the visit filter)"
+        )
+    if statistic == "smallest_abs_slope":
+        for r in rows:
+            r["abs_slope"] = abs(r["value"])
+        return _ranked(rows, "abs_slope", descending=False)
+    return _ranked(rows, "value", descending=statistic == "steepest_slope")
+
+
 def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]) -> dict[str, Any]:
     """Result.cohort = {statistic, domain, patient, value, ranking, ...} from the fact table."""
     by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
@@ -81,25 +149,9 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
             by_pd[(f.patient, f.domain)].append(f)
     patients = sorted({f.patient for f in facts})
     notes: list[str] = []
+    totals = _updrs_totals(by_pd, patients, notes)
 
-    # per-visit totals (only visits with all three UPDRS parts scored)
-    totals: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
-    for p in patients:
-        visits: dict[int, dict[str, Fact]] = defaultdict(dict)
-        for d in UPDRS_DOMAINS:
-            for f in by_pd.get((p, d), []):
-                visits[f.visit][d] = f
-        for v in sorted(visits):
-            if len(visits[v]) == 3:
-                fs = visits[v]
-                totals[p].append((v, fs["motor"].date, sum(fs[d].score for d in UPDRS_DOMAINS)))  # type: ignore[misc]
-            elif any(visits[v].values()):
-                notes.append(
-                    f"Patient {p}, visit {v}: UPDRS total not computed "
-                    f"(scored parts: {', '.join(sorted(visits[v]))})."
-                )
-
-    def points(p: int, dom: str) -> list[tuple[int, str, float]]:
+    def points(p: int, dom: str) -> Points:
         if dom == TOTAL:
             return totals.get(p, [])
         return sorted(
@@ -107,35 +159,19 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
             key=lambda t: t[0],
         )
 
-    domains = [
-        d for d in ("motor", "adl", "nonmotor", "qol") if any(by_pd.get((p, d)) for p in patients)
-    ]
+    domains = [d for d in DOMAINS if any(by_pd.get((p, d)) for p in patients)]
     if any(totals.values()):
         domains.append(TOTAL)
-
     slopes: list[dict[str, Any]] = []
     latest: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for dom in domains:
         for p in patients:
             pts = points(p, dom)
-            if not pts:
-                continue
-            v, d, s = pts[-1]
-            latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
-            slopes.append(slope_of(p, dom, pts).to_dict())
-
-    domain_stats: dict[str, dict[str, Any]] = {}
-    for dom, rows in latest.items():
-        vals = [r["value"] for r in rows]
-        mx, mn = max(vals), min(vals)
-        domain_stats[dom] = {
-            "max": mx,
-            "max_patients": [r["patient"] for r in rows if r["value"] == mx],
-            "min": mn,
-            "min_patients": [r["patient"] for r in rows if r["value"] == mn],
-            "mean": round(sum(vals) / len(vals), 2),
-            "n_patients": len(vals),
-        }
+            if pts:
+                v, d, s = pts[-1]
+                latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
+                slopes.append(slope_of(p, dom, pts).to_dict())
+    domain_stats = _domain_stats(latest)
 
     statistic, domain = choose_statistic(query, instruments)
     if domain not in domain_stats:
@@ -148,34 +184,16 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
         domain = fallback
 
     if statistic in ("maximum", "minimum", "mean"):
-        rows = [dict(r) for r in latest[domain]]
-        ranking = _ranked(rows, "value", descending=statistic != "minimum")
-        if statistic == "mean":
-            top = {"patient": None, "value": domain_stats[domain]["mean"]}
-        else:
-            top = ranking[0]
+        ranking = _ranked(
+            [dict(r) for r in latest[domain]], "value", descending=statistic != "minimum"
+        )
+        top = (
+            {"patient": None, "value": domain_stats[domain]["mean"]}
+            if statistic == "mean"
+            else ranking[0]
+        )
     else:
-        rows = [
-            {
-                "patient": s["patient"],
-                "value": s["slope"],
-                "slope_year": s["slope_year"],
-                "n_visits": s["n_visits"],
-            }
-            for s in slopes
-            if s["domain"] == domain and s["slope"] is not None
-        ]
-        if not rows:
-            raise ValueError(
-                "cohort slope statistics need at least 2 scored visits per patient; "
-                "the selection has fewer (check the visit filter)"
-            )
-        if statistic == "smallest_abs_slope":
-            for r in rows:
-                r["abs_slope"] = abs(r["value"])
-            ranking = _ranked(rows, "abs_slope", descending=False)
-        else:
-            ranking = _ranked(rows, "value", descending=statistic == "steepest_slope")
+        ranking = _slope_ranking(statistic, domain, slopes)
         top = ranking[0]
     ties = [r["patient"] for r in ranking if r["rank"] == 1] if top["patient"] is not None else []
 

@@ -98,11 +98,7 @@ def _num(v: Any, where: str) -> float:
     return float(v)
 
 
-def load_contexts(directory: str | Path) -> Contexts:
-    """Read and validate contexts/ (texts + thresholds.json)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ContextError(f"contexts directory {directory} does not exist")
+def _read_texts(directory: Path) -> dict[str, str]:
     texts: dict[str, str] = {}
     for dom, name in CONTEXT_FILES.items():
         p = directory / name
@@ -112,35 +108,49 @@ def load_contexts(directory: str | Path) -> Contexts:
         if not t:
             raise ContextError(f"{p}: context file is empty")
         texts[dom] = t
-    tp = directory / "thresholds.json"
+    return texts
+
+
+def _read_thresholds(tp: Path) -> dict[str, Any]:
     if not tp.exists():
         raise ContextError(f"{tp}: missing thresholds file")
     try:
-        raw = json.loads(tp.read_text(encoding="utf-8"))
+        return json.loads(tp.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ContextError(f"{tp}: invalid JSON ({e})") from e
-    w = str(tp)
 
+
+def _band(b: dict, bw: str) -> Band:
+    mx = _need(b, "max", bw)
+    return Band(
+        _need(b, "level", bw, str),
+        _num(_need(b, "min", bw), bw),
+        None if mx is None else _num(mx, bw),
+    )
+
+
+def _severity(raw: dict, w: str) -> tuple[dict[str, dict[str, tuple[Band, ...]]], dict[str, str]]:
     severity: dict[str, dict[str, tuple[Band, ...]]] = {}
     severity_source: dict[str, str] = {}
     for prof, spec in _need(raw, "severity", w, dict).items():
         where = f"{w}: severity.{prof}"
         severity_source[prof] = _need(spec, "source", where, str)
-        severity[prof] = {}
-        for dom, bands in _need(spec, "domains", where, dict).items():
-            out = []
-            for i, b in enumerate(bands):
-                bw = f"{where}.domains.{dom}[{i}]"
-                mx = _need(b, "max", bw)
-                out.append(
-                    Band(
-                        _need(b, "level", bw, str),
-                        _num(_need(b, "min", bw), bw),
-                        None if mx is None else _num(mx, bw),
-                    )
-                )
-            severity[prof][dom] = tuple(out)
+        severity[prof] = {
+            dom: tuple(_band(b, f"{where}.domains.{dom}[{i}]") for i, b in enumerate(bands))
+            for dom, bands in _need(spec, "domains", where, dict).items()
+        }
+    return severity, severity_source
 
+
+def _mcid(m: dict, dw: str, basis: str) -> Mcid:
+    imp = _num(_need(m, "improvement", dw), dw)
+    wor = _num(_need(m, "worsening", dw), dw)
+    if imp >= 0 or wor <= 0:
+        raise ContextError(f"{dw}: improvement must be < 0 and worsening > 0")
+    return Mcid(imp, wor, _need(m, "source", dw, str), basis)
+
+
+def _mcids(raw: dict, w: str) -> tuple[dict[str, dict[str, Mcid | None]], dict[str, str]]:
     mcid: dict[str, dict[str, Mcid | None]] = {}
     mcid_note: dict[str, str] = {}
     for prof, spec in _need(raw, "mcid", w, dict).items():
@@ -149,26 +159,23 @@ def load_contexts(directory: str | Path) -> Contexts:
         mcid_note[prof] = spec.get("note", "")
         mcid[prof] = {}
         for dom, m in _need(spec, "domains", where, dict).items():
-            dw = f"{where}.domains.{dom}"
-            if m is None:
-                if not mcid_note[prof]:
-                    raise ContextError(f"{where}: a null MCID needs a 'note' saying why")
-                mcid[prof][dom] = None
-                continue
-            imp = _num(_need(m, "improvement", dw), dw)
-            wor = _num(_need(m, "worsening", dw), dw)
-            if imp >= 0 or wor <= 0:
-                raise ContextError(f"{dw}: improvement must be < 0 and worsening > 0")
-            mcid[prof][dom] = Mcid(imp, wor, _need(m, "source", dw, str), basis)
+            if m is None and not mcid_note[prof]:
+                raise ContextError(f"{where}: a null MCID needs a 'note' saying why")
+            mcid[prof][dom] = None if m is None else _mcid(m, f"{where}.domains.{dom}", basis)
+    return mcid, mcid_note
 
-    inc = _need(raw, "incongruence", w, dict)
+
+def _moderate(inc: dict, w: str) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     moderate: dict[str, dict[str, float]] = {}
     moderate_source: dict[str, str] = {}
     for prof, spec in _need(inc, "moderate_cutoff", f"{w}: incongruence", dict).items():
         where = f"{w}: incongruence.moderate_cutoff.{prof}"
         moderate_source[prof] = _need(spec, "source", where, str)
         moderate[prof] = {k: _num(v, f"{where}.{k}") for k, v in spec.items() if k != "source"}
+    return moderate, moderate_source
 
+
+def _red_flags(raw: dict, w: str) -> tuple[RedFlagRule, ...]:
     flags = []
     for i, r in enumerate(_need(raw, "red_flags", w, list)):
         rw = f"{w}: red_flags[{i}]"
@@ -183,6 +190,23 @@ def load_contexts(directory: str | Path) -> Contexts:
                 _need(r, "source", rw, str),
             )
         )
+    return tuple(flags)
+
+
+def load_contexts(directory: str | Path) -> Contexts:
+    """Read and validate contexts/ (texts + thresholds.json)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ContextError(f"contexts directory {directory} does not exist")
+    texts = _read_texts(directory)
+    tp = directory / "thresholds.json"
+    raw = _read_thresholds(tp)
+    w = str(tp)
+    severity, severity_source = _severity(raw, w)
+    mcid, mcid_note = _mcids(raw, w)
+    inc = _need(raw, "incongruence", w, dict)
+    moderate, moderate_source = _moderate(inc, w)
+    flags = _red_flags(raw, w)
     return Contexts(
         texts,
         severity,
@@ -192,6 +216,6 @@ def load_contexts(directory: str | Path) -> Contexts:
         moderate,
         moderate_source,
         _need(inc, "rule", f"{w}: incongruence", str),
-        tuple(flags),
+        flags,
         directory,
     )

@@ -164,118 +164,86 @@ def count_values(facts: Sequence[Fact]) -> list[FactValue]:
     return out
 
 
-def cohort_values(cohort: Mapping[str, Any] | None) -> list[FactValue]:
-    if not cohort:
-        return []
+def _computed(kind: ValueKind, value: float, **kw: Any) -> FactValue:
+    return FactValue(kind, value, source="computed", **kw)
+
+
+def _slope_values(slopes: Sequence[Mapping[str, Any]]) -> list[FactValue]:
     out: list[FactValue] = []
     per: tuple[tuple[ValueKind, str], ...] = (("slope", "visit"), ("slope_year", "year"))
-    for s in cohort.get("slopes", []):
+    for s in slopes:
+        p, dom = s["patient"], s["domain"]
         for kind, unit in per:
             if s[kind] is not None:
+                label = f"least-squares slope, points per {unit}"
                 out.append(
-                    FactValue(
-                        kind,
-                        s[kind],
-                        s["patient"],
-                        domain=s["domain"],
-                        tolerance=ROUND_TOL,
-                        label=f"least-squares slope, points per {unit}",
-                        source="computed",
+                    _computed(
+                        kind, s[kind], patient=p, domain=dom, tolerance=ROUND_TOL, label=label
                     )
                 )
         out.append(
-            FactValue(
-                "count",
-                float(s["n_visits"]),
-                s["patient"],
-                domain=s["domain"],
-                label="visits in the slope",
-                source="computed",
+            _computed(
+                "count", float(s["n_visits"]), patient=p, domain=dom, label="visits in the slope"
             )
         )
-    for dom, st in cohort.get("domain_stats", {}).items():
-        out.append(
-            FactValue(
-                "max",
-                st["max"],
-                domain=dom,
-                label="cohort maximum at latest visit",
-                source="computed",
-            )
-        )
-        out.append(
-            FactValue(
-                "min",
-                st["min"],
-                domain=dom,
-                label="cohort minimum at latest visit",
-                source="computed",
-            )
-        )
-        out.append(
-            FactValue(
+    return out
+
+
+def _domain_stat_values(domain_stats: Mapping[str, Mapping[str, Any]]) -> list[FactValue]:
+    out: list[FactValue] = []
+    for dom, st in domain_stats.items():
+        out += [
+            _computed("max", st["max"], domain=dom, label="cohort maximum at latest visit"),
+            _computed("min", st["min"], domain=dom, label="cohort minimum at latest visit"),
+            _computed(
                 "mean",
                 st["mean"],
                 domain=dom,
                 tolerance=ROUND_TOL,
                 label="cohort mean at latest visit",
-                source="computed",
-            )
-        )
+            ),
+            _computed("count", float(st["n_patients"]), domain=dom, label="patients with a score"),
+        ]
+    return out
+
+
+def _ranking_values(key: str, rows: Sequence[Mapping[str, Any]], dom: str) -> list[FactValue]:
+    out: list[FactValue] = []
+    for r in rows:
+        p, v = r["patient"], r.get("visit")
         out.append(
-            FactValue(
-                "count",
-                float(st["n_patients"]),
-                domain=dom,
-                label="patients with a score",
-                source="computed",
+            _computed(
+                "rank", float(r["rank"]), patient=p, visit=v, domain=dom, label=f"rank in {key}"
             )
         )
+        if dom == "total" and v is not None:
+            out.append(
+                _computed(
+                    "score",
+                    r["value"],
+                    patient=p,
+                    visit=v,
+                    domain="total",
+                    date=r.get("date"),
+                    label="total UPDRS burden (Parts I+II+III)",
+                )
+            )
+    if rows:
+        out.append(_computed("count", float(len(rows)), domain=dom, label="patients ranked"))
+    return out
+
+
+def cohort_values(cohort: Mapping[str, Any] | None) -> list[FactValue]:
+    """The cohort answer's numbers: slopes, cohort statistics, ranks, totals and counts."""
+    if not cohort:
+        return []
+    out = _slope_values(cohort.get("slopes", []))
+    out += _domain_stat_values(cohort.get("domain_stats", {}))
     for key in ("ranking", "pdq8_ranking"):
-        rows = cohort.get(key) or []
         dom = cohort["domain"] if key == "ranking" else "qol"
-        for r in rows:
-            out.append(
-                FactValue(
-                    "rank",
-                    float(r["rank"]),
-                    r["patient"],
-                    r.get("visit"),
-                    dom,
-                    label=f"rank in {key}",
-                    source="computed",
-                )
-            )
-            if dom == "total" and r.get("visit") is not None:
-                out.append(
-                    FactValue(
-                        "score",
-                        r["value"],
-                        r["patient"],
-                        r["visit"],
-                        "total",
-                        date=r.get("date"),
-                        label="total UPDRS burden (Parts I+II+III)",
-                        source="computed",
-                    )
-                )
-        if rows:
-            out.append(
-                FactValue(
-                    "count",
-                    float(len(rows)),
-                    domain=dom,
-                    label="patients ranked",
-                    source="computed",
-                )
-            )
+        out += _ranking_values(key, cohort.get(key) or [], dom)
     out.append(
-        FactValue(
-            "count",
-            float(cohort.get("n_patients", 0)),
-            label="patients in the cohort",
-            source="computed",
-        )
+        _computed("count", float(cohort.get("n_patients", 0)), label="patients in the cohort")
     )
     return out
 

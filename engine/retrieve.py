@@ -100,6 +100,18 @@ def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], 
     raise ValueError(f"unknown visit filter {visit_filter!r}")
 
 
+def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[Fact]]:
+    """(OFF/untreated facts, ON-exam facts) of one patient's session documents."""
+    rows: list[Fact] = []
+    on_rows: list[Fact] = []
+    for d in kb.session_docs(p, list(plan.instruments)):
+        if int(d.metadata["proj_id"]) != p or d.metadata.get("granularity") != "session":
+            raise ValueError(f"KB returned document {d.id} outside the request for patient {p}")
+        on = str(d.metadata.get("condition", "")).upper() == "ON"
+        (on_rows if on else rows).extend(facts_from_doc(d))
+    return rows, on_rows
+
+
 def fetch_facts(plan: Plan, kb: KBReader) -> dict:
     """The state fields intent, facts, subsets, on_facts, notes of a plan."""
     intent = INTENT_MAP.get(plan.analysis)
@@ -109,16 +121,8 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
     on_facts: list[Fact] = []
     notes: list[str] = []
     for p in plan.patients:
-        docs = kb.session_docs(p, list(plan.instruments))
-        rows: list[Fact] = []
-        for d in docs:
-            if int(d.metadata["proj_id"]) != p or d.metadata.get("granularity") != "session":
-                raise ValueError(f"KB returned document {d.id} outside the request for patient {p}")
-            fs = facts_from_doc(d)
-            if str(d.metadata.get("condition", "")).upper() == "ON":
-                on_facts.extend(fs)
-            else:
-                rows.extend(fs)
+        rows, on_rows = _patient_facts(p, plan, kb)
+        on_facts.extend(on_rows)
         if not rows:
             notes.append(
                 f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base."

@@ -137,6 +137,12 @@ def _visit_cues(text: str, taken: _Taken) -> list[Cue]:
     for m in VISITS_RE.finditer(text):
         if taken.mark(m.start(), m.end()):
             cues.extend(_visit_cues_of(text, m))
+    return cues + _named_visit_cues(text, taken)
+
+
+def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
+    """'the third visit', 'baseline', 'the previous visit', 'the latest visit'."""
+    cues = []
     for m in ORD_VISIT_RE.finditer(text):
         if taken.mark(m.start(), m.end()):
             v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]

@@ -116,37 +116,39 @@ NEGATIVE_DIR = ("improv", "better", "decreas", "reduc", "fell", "dropped", "lowe
 POSITIVE_DIR = ("worsen", "worse", "deteriorat", "increas", "rose", "risen", "higher", "progress")
 
 
+def _item_phrases(label: str, code: str, aliases: tuple[str, ...] | list[str]) -> list[str]:
+    """The phrases that name one item: its label, the label's head (before a comma or a
+    parenthesis) and first half of an 'X and Y' head, parenthesised words, its code, its
+    aliases, and 'tremor' for the tremor items."""
+    head = re.split(r",|\s\(", label)[0]
+    out = [label, head]
+    if " and " in head:
+        out.append(head.split(" and ")[0])
+    out += [
+        par
+        for par in re.findall(r"\(([^)]+)\)", label)
+        if par.lower() not in {"examination", "activities of daily living"}
+    ]
+    out += [code, *aliases]
+    if re.match(r"(\w+) tremor", head.lower()):
+        out.append("tremor")
+    return out
+
+
 @cache
 def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], ...]:
-    """(phrase pattern, item codes, their domains) from every instrument profile, longest first."""
+    """(phrase pattern, item codes, their domains) from every instrument profile, longest first;
+    then the symptom words that are no item (UNKNOWN_ITEMS), with no codes."""
     phrases: dict[str, tuple[set[str], set[str]]] = {}
-
-    def add(phrase: str, code: str, domain: str) -> None:
-        phrase = phrase.strip().lower()
-        if len(phrase) < 4 or phrase in {"tremor score", "part"}:
-            return
-        codes, doms = phrases.setdefault(phrase, (set(), set()))
-        codes.add(code)
-        doms.add(domain)
-
     for path in sorted(PROFILE_DIR.glob("*.json")):
-        prof = load_profile(path.stem)
-        for it in prof.items:
-            label = it.label
-            add(label, it.code, it.domain)
-            head = re.split(r",|\s\(", label)[0]
-            add(head, it.code, it.domain)
-            if " and " in head:
-                add(head.split(" and ")[0], it.code, it.domain)
-            for par in re.findall(r"\(([^)]+)\)", label):
-                if par.lower() not in {"examination", "activities of daily living"}:
-                    add(par, it.code, it.domain)
-            add(it.code, it.code, it.domain)
-            for a in it.aliases:
-                add(a, it.code, it.domain)
-            m = re.match(r"(\w+) tremor", head.lower())
-            if m:
-                add("tremor", it.code, it.domain)
+        for it in load_profile(path.stem).items:
+            for phrase in _item_phrases(it.label, it.code, it.aliases):
+                phrase = phrase.strip().lower()
+                if len(phrase) < 4 or phrase in {"tremor score", "part"}:
+                    continue
+                codes, doms = phrases.setdefault(phrase, (set(), set()))
+                codes.add(it.code)
+                doms.add(it.domain)
     out = []
     for phrase in sorted(phrases, key=len, reverse=True):
         codes, doms = phrases[phrase]
@@ -155,13 +157,8 @@ def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[
         )
         out.append((pat, frozenset(codes), frozenset(doms)))
     for w in UNKNOWN_ITEMS:
-        out.append(
-            (
-                re.compile(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", re.I),
-                frozenset(),
-                frozenset(),
-            )
-        )
+        pat = re.compile(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", re.I)
+        out.append((pat, frozenset(), frozenset()))
     return tuple(out)
 
 
