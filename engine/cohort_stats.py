@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.course import Point, fmt, fmt2, slope_of
-from engine.types import Fact
+from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
 DOMAIN_KEYWORDS: tuple[tuple[str, str], ...] = (
@@ -141,7 +141,7 @@ def _slope_ranking(
     return _ranked(rows, "value", descending=statistic == "steepest_slope")
 
 
-def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]) -> dict[str, Any]:
+def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]) -> CohortAnswer:
     """Result.cohort = {statistic, domain, patient, value, ranking, ...} from the fact table."""
     by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
     for f in facts:
@@ -197,7 +197,7 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
         top = ranking[0]
     ties = [r["patient"] for r in ranking if r["rank"] == 1] if top["patient"] is not None else []
 
-    out: dict[str, Any] = {
+    out: CohortAnswer = {
         "statistic": statistic,
         "domain": domain,
         "label": STAT_LABELS[statistic].format(what=_what(domain)),

@@ -13,8 +13,8 @@ from typing import Any
 
 from engine.cohort_stats import render_cohort_facts, value_text
 from engine.contexts import Contexts
-from engine.course import SeriesRow, change_phrase, fmt, score_phrase
-from engine.types import Fact
+from engine.course import change_phrase, fmt, score_phrase
+from engine.types import Fact, SeriesRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 
 NOTABLE_ITEM_LEVEL = 3  # item rating listed as notable: 3 = moderate (MDS-UPDRS) / often (PDQ-8)

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.contexts import Contexts
-from engine.course import SeriesRow
-from engine.types import Fact, FactValue, ValueKind
+from engine.types import Fact, FactValue, SeriesRow, ValueKind
 
 ROUND_TOL = 0.005  # values shown at 2 decimals
 NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")

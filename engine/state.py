@@ -15,6 +15,7 @@ from engine.contexts import Contexts
 from engine.course import Series
 from engine.llm.base import LLM
 from engine.types import (
+    CohortAnswer,
     Fact,
     FactValue,
     Flags,
@@ -55,7 +56,7 @@ class State:
     prompts: dict[str, str] = field(default_factory=dict)
     table_b: list[TableBRow] = field(default_factory=list)
     upstream: str = ""  # the text handed to the final agent (N_d joined, O, or G)
-    cohort: dict[str, Any] | None = None  # engine.cohort_stats.compute_cohort's answer
+    cohort: CohortAnswer | None = None
     flags: Flags = field(default_factory=empty_flags)
     summary: str = ""
     mode: str = ""

@@ -251,6 +251,25 @@ class GuardRecord(TypedDict, total=False):
     note: str
 
 
+class CohortAnswer(TypedDict, total=False):
+    """The Cohort Agent's answer (engine.cohort_stats.compute_cohort): the statistic mu, its
+    domain, the top patient and value, the ranking, per-domain statistics, slopes and notes."""
+
+    statistic: str
+    domain: str
+    label: str
+    patient: int | None
+    value: float | None
+    visit: int | None
+    ties: list[int]
+    ranking: list[dict[str, Any]]
+    n_patients: int
+    domain_stats: dict[str, dict[str, Any]]
+    slopes: list[dict[str, Any]]
+    notes: list[str]
+    pdq8_ranking: list[dict[str, Any]]
+
+
 def empty_flags() -> Flags:
     return {"incongruence": [], "red_flags": []}
 
@@ -268,7 +287,7 @@ class Result:
     plan: Plan
     facts: list[Fact] = field(default_factory=list)
     table_b: list[TableBRow] = field(default_factory=list)
-    cohort: dict[str, Any] | None = None
+    cohort: CohortAnswer | None = None
     flags: Flags = field(default_factory=empty_flags)
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)

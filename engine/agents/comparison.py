@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 
 from engine import facts_text
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.course import SeriesRow, fmt, fmt_signed
+from engine.course import fmt, fmt_signed
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
-from engine.types import TableBRow
+from engine.types import SeriesRow, TableBRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 

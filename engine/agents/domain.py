@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 from engine import facts_text
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.course import SeriesRow, render_series_table
+from engine.course import render_series_table
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
+from engine.types import SeriesRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 AGENT_NAMES = {"motor": "motor", "adl": "adl", "nonmotor": "nonmotor", "qol": "qol"}
