@@ -2,7 +2,7 @@
 (bounded), fall back to the facts-backend text when the model cannot be made to agree with the facts.
 
 Contract used by the engine (kept from the first version): `guard_text(...) -> GuardResult`.
-A text passes when every claim with context is correct (claims.py), every number without context
+A text passes when every claim with context is correct (claim_report.py), every number without context
 occurs among the ledger's numeric tokens, the visits it is about never go backwards (temporal
 fidelity), and no number is outside the paper's N_facts (so a released text has hallucination
 rate 0). Otherwise the critique names each unsupported number, what the text made it, and the

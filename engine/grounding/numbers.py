@@ -2,7 +2,7 @@
 lenient metrics tokenise it.
 
 Owns one thing: turning text into `NumberToken`s (integers, decimals, signed deltas, percentages,
-dates, ordinals) with character spans, so that the claim checker (claims.py), the guard and the
+dates, ordinals) with character spans, so that the claim reader (reader.py), the guard and the
 metrics all see the same numbers. Instrument names that contain digits ("PDQ-8", "PDQ8",
 "all-MiniLM-L6-v2", item codes such as NP3GAIT) are not numbers; a date is one token, not three.
 """
