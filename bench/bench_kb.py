@@ -29,7 +29,7 @@ DEFAULT_SCENARIOS = ("44:hashing", "44:minilm", "10000:hashing")
 
 def child(patients: int, embedding: str, seed: int) -> dict:
     sys.path.insert(0, str(REPO))
-    from engine.config import apply_offline_environment
+    from kb_store.offline import apply_offline_environment
 
     apply_offline_environment()
     from kb_store import synth

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import report
+from dashboard import export
 from dashboard.clinical import ClinicalRefs
 from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers
 from engine.types import Result
@@ -138,7 +138,7 @@ def export_buttons(
     c1, c2, c3 = st.columns(3)
     c1.download_button(
         "Report (Markdown)",
-        lambda: report.to_markdown(result),
+        lambda: export.to_markdown(result),
         file_name="marag-report.md",
         mime="text/markdown",
         key=f"dl_md_{key}",
@@ -147,7 +147,7 @@ def export_buttons(
     )
     c2.download_button(
         "Report (HTML, with charts)",
-        lambda: report.to_html(result, refs, highlight=highlight),
+        lambda: export.to_html(result, refs, highlight=highlight),
         file_name="marag-report.html",
         mime="text/html",
         key=f"dl_html_{key}",
@@ -156,7 +156,7 @@ def export_buttons(
     )
     c3.download_button(
         "Fact table (CSV)",
-        lambda: report.facts_csv(result),
+        lambda: export.facts_csv(result),
         file_name="marag-facts.csv",
         mime="text/csv",
         key=f"dl_csv_{key}",

@@ -1,12 +1,12 @@
 """The dashboard's access to the engine, the KB and the clinical references.
 
 Owns the process-wide, cached and never-mutated objects (`st.cache_resource`): one engine (KB handle
-+ LLM) per configuration, and the clinical references from contexts/. A per-engine lock serialises
-model calls, because a cached engine is shared by every browser session. Per-user results live in
-`st.session_state` (see dashboard.state), never here.
++ LLM) per configuration, built by the engine's own factory (engine.engine_factory.open_engine, the
+one the CLI, the evaluation and the benchmarks use), and the clinical references from contexts/. A
+per-engine lock serialises model calls, because a cached engine is shared by every browser session.
+Per-user results live in `st.session_state` (see dashboard.session), never here.
 
-Tests inject an engine without touching the KB or a model: set `ENGINE_OVERRIDE` (a callable
-Config -> EngineHandle) or put an EngineHandle in `st.session_state["marag_engine_override"]`.
+The factory is looked up on its module at call time, so tests replace it with monkeypatch.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any
 import streamlit as st
 
 from dashboard.clinical import ClinicalRefs, load_refs
+from engine import engine_factory
 from engine.config import Config
 from engine.types import Plan, Result
 
-OVERRIDE_KEY = "marag_engine_override"
 BACKEND_LABELS = {
     "facts": "facts (deterministic text, no model)",
     "local": "local (in-process transformers model)",
@@ -51,9 +51,6 @@ class EngineHandle:
     def plan(self, query: str) -> Plan:
         with self.lock:
             return self.engine.plan(query)
-
-
-ENGINE_OVERRIDE: Callable[[Config], EngineHandle] | None = None
 
 
 def config_key(cfg: Config) -> str:
@@ -98,29 +95,17 @@ def config_for(backend: str | None) -> Config:
     show_spinner="Opening the knowledge base and loading the model...", max_entries=4
 )
 def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
-    from engine.llm.factory import make_llm
-    from engine.pipeline import Engine
-    from kb_store.chroma_kb import KBMissingError, open_kb
+    from kb_store.chroma_kb import KBMissingError
 
     try:
-        kb = open_kb(
-            _cfg.kb_dir,
-            embedding=_cfg.embedding,
-            collection=_cfg.collection,
-            chroma_url=_cfg.chroma_url,
-        )
+        engine = engine_factory.open_engine(_cfg)
     except KBMissingError as e:
         raise KBUnavailable(str(e)) from e
-    return EngineHandle(Engine(_cfg, kb, make_llm(_cfg)), kb, _cfg.llm, threading.Lock())
+    return EngineHandle(engine, engine.kb, _cfg.llm, threading.Lock())
 
 
 def get_engine(cfg: Config) -> EngineHandle:
-    """The engine for `cfg`: a test override if set, else the cached one. Raises KBUnavailable."""
-    override = st.session_state.get(OVERRIDE_KEY)
-    if override is not None:
-        return override
-    if ENGINE_OVERRIDE is not None:
-        return ENGINE_OVERRIDE(cfg)
+    """The cached engine for `cfg`. Raises KBUnavailable."""
     return _cached_engine(config_key(cfg), cfg)
 
 
@@ -147,6 +132,4 @@ def _patient_ids(key: str, _handle: EngineHandle) -> list[int]:
 
 
 def patient_ids(handle: EngineHandle, cfg: Config) -> list[int]:
-    if st.session_state.get(OVERRIDE_KEY) is not None or ENGINE_OVERRIDE is not None:
-        return [int(p) for p in handle.kb.patient_ids()]
     return _patient_ids(config_key(cfg), handle)

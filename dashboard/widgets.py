@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import session
 from dashboard.services import EngineHandle
 from engine.types import Plan, Result
 
@@ -140,7 +140,7 @@ def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[s
             except ValueError as e:
                 st.error(str(e))
                 return
-            state.set_pending(plan)
+            session.set_pending(plan)
             target = PAGE_FOR_ANALYSIS[plan.analysis]
             st.session_state["marag_parsed_note"] = (
                 f"Parsed \u201c{text}\u201d as a **{ANALYSIS_LABELS[plan.analysis].lower()}** plan "
@@ -156,7 +156,7 @@ def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[s
 
 def take_pending(patient_key: str, analyses: tuple[str, ...]) -> None:
     """Apply a plan parsed from words to this page's widgets (call before drawing them)."""
-    plan = state.pop_pending(analyses)
+    plan = session.pop_pending(analyses)
     if plan is not None:
         apply_plan(plan, patient_key)
 
@@ -176,7 +176,7 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
         )
         return None
     backend = handle.backend
-    existing = state.get_result(plan, backend)
+    existing = session.get_result(plan, backend)
     autorun_flag = f"marag_autorun_{page}"
     auto = (
         existing is None
@@ -193,7 +193,7 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
     )
     if not (clicked or auto):
         if existing is not None:
-            state.set_current(plan, backend)
+            session.set_current(plan, backend)
         return existing
     starts: dict[str, float] = {}
     with st.status(
@@ -220,6 +220,6 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
             f"{'s' if result.llm_calls != 1 else ''} ({backend})",
             state="complete",
         )
-    state.store_result(plan, backend, result)
+    session.store_result(plan, backend, result)
     st.query_params["run"] = "1"
     return result

@@ -1,5 +1,5 @@
 """`marag` command line: argument parsing and dispatch only. Each subcommand's work lives in the
-module that owns it (kb_store.commands, engine.commands, engine.eval.commands).
+module that owns it (kb_store.kb_cli, engine.query_cli, engine.eval.eval_cli).
 
 Errors that users can fix (bad input, unknown ids, unreadable files) exit 2 with one line on stderr.
 """
@@ -152,17 +152,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = config_from_args(args)
         if args.command == "kb":
-            from kb_store import commands as kb_commands
+            from kb_store import kb_cli
 
-            return getattr(kb_commands, args.kb_command)(args, cfg)
+            return getattr(kb_cli, args.kb_command)(args, cfg.kb)
         if args.command in ("plan", "ask"):
-            from engine import commands
+            from engine import query_cli
 
-            return getattr(commands, args.command)(args, cfg)
+            return getattr(query_cli, args.command)(args, cfg)
         if args.command == "eval":
-            from engine.eval import commands as eval_commands
+            from engine.eval import eval_cli
 
-            return eval_commands.run(args, cfg)
+            return eval_cli.run(args, cfg)
     except (UsageError, ValueError, KeyError, FileNotFoundError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"marag: error: {msg}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """The one typed configuration object. Precedence: explicit overrides (command-line flags, dashboard
 choices), then `MARAG_*` environment variables, then defaults. This is the only module that reads
-the environment; everything else receives a `Config`.
+the environment; everything else receives a `Config`, or the part it needs: kb_store gets the
+`KBSettings` that `Config.kb` builds, so the knowledge-base layer never sees engine settings.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from kb_store.settings import DEFAULT_COLLECTION, EMBEDDINGS, KBSettings
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LLM_CHOICES = ("facts", "local", "openai")
-EMBEDDING_CHOICES = ("minilm", "hashing")
+EMBEDDING_CHOICES = EMBEDDINGS
 PLANNER_CHOICES = ("rules", "llm")
 
 
@@ -24,7 +27,7 @@ def _bool(v: str) -> bool:
 @dataclass(frozen=True)
 class Config:
     kb_dir: Path = field(default_factory=lambda: Path.cwd() / ".marag" / "kb")
-    collection: str = "marag_sessions"
+    collection: str = DEFAULT_COLLECTION
     chroma_url: str | None = None  # use a Chroma server (HttpClient) instead of the embedded store
     embedding: str = "minilm"  # minilm (all-MiniLM-L6-v2 from package files) | hashing (tests)
     llm: str = "facts"  # facts | local | openai
@@ -82,6 +85,17 @@ class Config:
         return self
 
     @property
+    def kb(self) -> KBSettings:
+        """The knowledge-base settings kb_store works with (the one place they are unpacked)."""
+        return KBSettings(
+            kb_dir=self.kb_dir,
+            collection=self.collection,
+            embedding=self.embedding,
+            chroma_url=self.chroma_url,
+            visit_window_days=self.visit_window_days,
+        )
+
+    @property
     def number_safe_effective(self) -> bool:
         return self.llm == "local" if self.number_safe is None else self.number_safe
 
@@ -102,17 +116,3 @@ def _coerce(cfg: Config, name: str, value: Any) -> Any:
     if isinstance(current, float):
         return float(value)
     return value
-
-
-def offline_environment() -> dict[str, str]:
-    """Variables that keep Hugging Face libraries off the network; applied by model loaders."""
-    return {
-        "HF_HUB_OFFLINE": "1",
-        "ANONYMIZED_TELEMETRY": "False",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-
-
-def apply_offline_environment() -> None:
-    for k, v in offline_environment().items():
-        os.environ.setdefault(k, v)

@@ -53,6 +53,7 @@ from chromadb.config import Settings
 from kb_store.documents import KBDoc, build_documents
 from kb_store.embeddings import make_embedding_function
 from kb_store.model import Session
+from kb_store.settings import DEFAULT_COLLECTION
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def read_manifest(gen: Path) -> dict:
 
 
 def kb_exists(
-    kb_dir: str | Path, *, collection: str = "marag_sessions", chroma_url: str | None = None
+    kb_dir: str | Path, *, collection: str = DEFAULT_COLLECTION, chroma_url: str | None = None
 ) -> bool:
     if chroma_url:
         client = _http_client(chroma_url)
@@ -183,7 +184,7 @@ def build_kb(
     kb_dir: str | Path,
     *,
     embedding: str = "minilm",
-    collection: str = "marag_sessions",
+    collection: str = DEFAULT_COLLECTION,
     chroma_url: str | None = None,
     embedding_function: Any = None,
 ) -> BuildStats:
@@ -438,7 +439,7 @@ def open_kb(
     kb_dir: str | Path,
     *,
     embedding: str = "minilm",
-    collection: str = "marag_sessions",
+    collection: str = DEFAULT_COLLECTION,
     chroma_url: str | None = None,
 ) -> ChromaKB:
     """Open the KB for reading; raises KBMissingError when it was never built."""
@@ -462,7 +463,7 @@ class ChromaKB:
         kb_dir: str | Path,
         *,
         embedding: str = "minilm",
-        collection: str = "marag_sessions",
+        collection: str = DEFAULT_COLLECTION,
         chroma_url: str | None = None,
     ):
         self.kb_dir = Path(kb_dir)
@@ -478,7 +479,7 @@ class ChromaKB:
 
     @staticmethod
     def exists(
-        kb_dir: str | Path, *, collection: str = "marag_sessions", chroma_url: str | None = None
+        kb_dir: str | Path, *, collection: str = DEFAULT_COLLECTION, chroma_url: str | None = None
     ) -> bool:
         return kb_exists(kb_dir, collection=collection, chroma_url=chroma_url)
 

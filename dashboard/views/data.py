@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import services, session
 from dashboard.page import current_config
 
 SOURCES = {
@@ -22,17 +22,16 @@ INGEST_KEY = "marag_ingest"
 st.header("Data", divider="gray")
 cfg = current_config()
 
+kb = cfg.kb
 try:
-    from kb_store.chroma_kb import kb_exists
-
-    exists = kb_exists(cfg.kb_dir, collection=cfg.collection, chroma_url=cfg.chroma_url)
+    exists = kb.exists()
 except Exception as e:  # noqa: BLE001 - show, never hide
     exists = False
     st.caption(f"KB status unavailable: {e}")
 with st.container(border=True):
     st.markdown(
-        f"**Current KB:** `{cfg.kb_dir}` (collection `{cfg.collection}`, embedding "
-        f"`{cfg.embedding}`{', server ' + cfg.chroma_url if cfg.chroma_url else ''})"
+        f"**Current KB:** `{kb.kb_dir}` (collection `{kb.collection}`, embedding "
+        f"`{kb.embedding}`{', server ' + kb.chroma_url if kb.chroma_url else ''})"
     )
     if exists:
         try:
@@ -75,10 +74,10 @@ else:
 
 if st.button("Validate", key="validate", disabled=not paths, icon=":material/rule:"):
     from kb_store.ingest import load_sources
-    from kb_store.validation import format_report
+    from kb_store.ingest_report import format_report
 
     try:
-        res = load_sources(paths, fmt, visit_window_days=cfg.visit_window_days)
+        res = load_sources(paths, fmt, visit_window_days=kb.visit_window_days)
     except (ValueError, FileNotFoundError) as e:
         st.session_state.pop(INGEST_KEY, None)
         st.error(str(e))
@@ -108,7 +107,7 @@ if ing:
     else:
         st.caption(
             f"Sources: {', '.join(ing['paths'])} (format {ing['format']}). Building replaces the KB "
-            f"at `{cfg.kb_dir}`; unchanged documents are not re-embedded; a failure keeps the old KB."
+            f"at `{kb.kb_dir}`; unchanged documents are not re-embedded; a failure keeps the old KB."
         )
         if st.button(
             f"Build the KB from these {len(res.sessions)} sessions",
@@ -116,17 +115,9 @@ if ing:
             key="build",
             icon=":material/construction:",
         ):
-            from kb_store.chroma_kb import build_kb
-
             with st.status("Building the knowledge base...", expanded=True) as status:
                 try:
-                    stats = build_kb(
-                        res.sessions,
-                        cfg.kb_dir,
-                        embedding=cfg.embedding,
-                        collection=cfg.collection,
-                        chroma_url=cfg.chroma_url,
-                    )
+                    stats = kb.build(res.sessions)
                 except Exception as e:  # noqa: BLE001 - the old KB stays; say why
                     status.update(label="Build failed; the previous KB is unchanged", state="error")
                     st.error(str(e))
@@ -137,6 +128,6 @@ if ing:
                     )
                     status.update(label="KB built", state="complete")
                     services.clear_engines()
-                    state.clear_results()
+                    session.clear_results()
                     st.session_state.pop(INGEST_KEY, None)
                     st.success("The KB was replaced. Earlier results were cleared.")

@@ -10,12 +10,12 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import render, report, state, tables
+from dashboard import export, render, session, tables
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
 
 st.header("Provenance", divider="gray")
-result = state.current_result()
+result = session.current_result()
 if result is None:
     st.info(
         "No result yet. Run an analysis on the Patient, Compare or Cohort page; its provenance "
@@ -135,7 +135,7 @@ st.subheader("Downloads")
 d1, d2, d3 = st.columns(3)
 d1.download_button(
     "Fact table (CSV)",
-    lambda: report.facts_csv(result),
+    lambda: export.facts_csv(result),
     file_name="marag-facts.csv",
     mime="text/csv",
     key="dl_facts_prov",
@@ -144,7 +144,7 @@ d1.download_button(
 )
 d2.download_button(
     "Number links (CSV)",
-    lambda: report.provenance_csv(result),
+    lambda: export.provenance_csv(result),
     file_name="marag-provenance.csv",
     mime="text/csv",
     key="dl_links_prov",

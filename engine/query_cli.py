@@ -35,7 +35,7 @@ def _csv(text: str) -> tuple[str, ...]:
 
 def _known_ids(cfg: Config) -> list[int] | None:
     try:
-        from engine.factory import open_kb
+        from engine.engine_factory import open_kb
 
         return open_kb(cfg).patient_ids()
     except (ImportError, FileNotFoundError):
@@ -48,7 +48,7 @@ def plan(args: argparse.Namespace, cfg: Config) -> int:
 
     engine_plan = None
     if cfg.planner == "llm" and cfg.llm != "facts":
-        from engine.factory import open_engine
+        from engine.engine_factory import open_engine
 
         engine_plan = open_engine(cfg).plan(args.query)
     p = engine_plan or parse_query(args.query)
@@ -88,7 +88,7 @@ def plan_from_args(args: argparse.Namespace, parsed: Plan | None) -> Plan | None
 
 
 def ask(args: argparse.Namespace, cfg: Config) -> int:
-    from engine.factory import open_engine
+    from engine.engine_factory import open_engine
 
     query = getattr(args, "query", "") or ""
     engine = open_engine(cfg)

@@ -61,6 +61,6 @@ def make_llm(cfg: Config) -> LLM | None:
 
 
 def clear_cache() -> None:
-    """Forget cached backends (tests)."""
+    """Forget cached backends."""
     with _LOCK:
         _CACHE.clear()

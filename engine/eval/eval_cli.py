@@ -114,10 +114,10 @@ def load_finished(
 
 
 def run(args: Namespace, cfg: Config) -> int:
+    from engine.engine_factory import open_llm
+    from engine.eval.eval_report import product_guarantee, write_report
     from engine.eval.harness import SYSTEMS, open_dataset, run_eval
     from engine.eval.queries import load_queries
-    from engine.eval.report import product_guarantee, write_report
-    from engine.factory import open_llm
 
     systems = [s.strip() for s in str(args.systems).split(",") if s.strip()]
     bad = [s for s in systems if s not in SYSTEMS]

@@ -1,8 +1,9 @@
-"""`marag kb synth | build | report`: the knowledge-base subcommands (engine.cli dispatches here).
+"""`marag kb synth | build | report`: the knowledge-base subcommands (engine.cli dispatches here
+with the parsed arguments and the `KBSettings` that engine.config built from flags and MARAG_*).
 
 Owns what each command prints and writes; the work itself lives in kb_store.synth (cohort),
-kb_store.ingest (sources -> sessions + validation issues), kb_store.validation (report text/JSON) and
-kb_store.chroma_kb (atomic incremental build). Each function returns the process exit code; problems
+kb_store.ingest (sources -> sessions + validation issues), kb_store.ingest_report (report text/JSON)
+and kb_store.chroma_kb (atomic incremental build, reached through KBSettings). Each function returns the process exit code; problems
 the user can fix raise ValueError subclasses (the CLI prints one line and exits 2).
 """
 
@@ -13,10 +14,10 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from engine.config import Config
 from kb_store import synth as synth_mod
+from kb_store.ingest_report import IngestResult, format_report, report_dict
+from kb_store.settings import KBSettings
 
 SYNTHETIC = "synthetic"
 REPORT_TXT = "validation_report.txt"
@@ -27,7 +28,7 @@ class SourceError(ValueError):
     """A --source that does not exist or cannot be read."""
 
 
-def synth(args: argparse.Namespace, cfg: Config) -> int:
+def synth(args: argparse.Namespace, kb: KBSettings) -> int:
     df = synth_mod.generate(patients=args.patients, visits=args.visits, seed=args.seed)
     out = synth_mod.write_csv(df, args.out)
     print(
@@ -52,14 +53,14 @@ def resolve_sources(sources: list[str] | None) -> list[Path]:
     return out
 
 
-def load(args: argparse.Namespace, cfg: Config) -> Any:
-    """Ingest the sources named by the arguments; returns kb_store.ingest.IngestResult."""
+def load(args: argparse.Namespace, kb: KBSettings) -> IngestResult:
+    """Ingest the sources named by the arguments."""
     from kb_store.ingest import load_sources
 
     window = (
         args.visit_window_days
         if getattr(args, "visit_window_days", None) is not None
-        else cfg.visit_window_days
+        else kb.visit_window_days
     )
     try:
         return load_sources(resolve_sources(args.source), args.format, visit_window_days=window)
@@ -67,18 +68,14 @@ def load(args: argparse.Namespace, cfg: Config) -> Any:
         raise SourceError(f"cannot read source: {e}") from e
 
 
-def summary_lines(result: Any) -> list[str]:
+def summary_lines(result: IngestResult) -> list[str]:
     """The counts part of the validation report (everything before the issue lists)."""
-    from kb_store.validation import format_report
-
     text = format_report(result)
     head = text.split("\n\n", 1)[0].splitlines()
     return [ln for ln in head if not set(ln) <= {"="}]
 
 
-def write_reports(result: Any, kb_dir: Path) -> tuple[Path, Path]:
-    from kb_store.validation import format_report, report_dict
-
+def write_reports(result: IngestResult, kb_dir: Path) -> tuple[Path, Path]:
     kb_dir.mkdir(parents=True, exist_ok=True)
     txt, js = kb_dir / REPORT_TXT, kb_dir / REPORT_JSON
     _atomic_write(txt, format_report(result) + "\n")
@@ -86,17 +83,14 @@ def write_reports(result: Any, kb_dir: Path) -> tuple[Path, Path]:
     return txt, js
 
 
-def build(args: argparse.Namespace, cfg: Config) -> int:
-    from kb_store.chroma_kb import build_kb, kb_exists
-
-    kb_dir = Path(cfg.kb_dir)
-    where = cfg.chroma_url or str(kb_dir)
-    if args.if_missing and kb_exists(kb_dir, collection=cfg.collection, chroma_url=cfg.chroma_url):
+def build(args: argparse.Namespace, kb: KBSettings) -> int:
+    if args.if_missing and kb.exists():
         print(
-            f"KB already exists at {where} (collection {cfg.collection}); nothing to do (--if-missing)"
+            f"KB already exists at {kb.location} (collection {kb.collection}); "
+            "nothing to do (--if-missing)"
         )
         return 0
-    result = load(args, cfg)
+    result = load(args, kb)
     for ln in summary_lines(result):
         print(ln)
     if not result.sessions:
@@ -105,23 +99,15 @@ def build(args: argparse.Namespace, cfg: Config) -> int:
             f"no valid sessions in the sources ({sev.get('error', 0)} errors); "
             "run `marag kb report` for the full report"
         )
-    stats = build_kb(
-        result.sessions,
-        kb_dir,
-        embedding=cfg.embedding,
-        collection=cfg.collection,
-        chroma_url=cfg.chroma_url,
-    )
-    txt, js = write_reports(result, kb_dir)
+    stats = kb.build(result.sessions)
+    txt, js = write_reports(result, Path(kb.kb_dir))
     print(f"full validation report: {txt} (JSON: {js})")
     print(stats.line())
     return 0
 
 
-def report(args: argparse.Namespace, cfg: Config) -> int:
-    from kb_store.validation import format_report, report_dict
-
-    result = load(args, cfg)
+def report(args: argparse.Namespace, kb: KBSettings) -> int:
+    result = load(args, kb)
     if args.json:
         print(json.dumps(report_dict(result), indent=1, default=str))
     else:
