@@ -13,9 +13,9 @@ import enum
 from typing import TYPE_CHECKING
 
 from engine.config import Config
-from engine.pipeline import Engine
 
 if TYPE_CHECKING:  # pragma: no cover
+    from engine.pipeline import Engine
     from engine.llm.base import LLM
     from kb_store.reader import KBReader
 
@@ -47,6 +47,8 @@ def open_engine(
 ) -> Engine:
     """An Engine over `kb` (default: the KB cfg.kb names) and `llm` (default: cfg.llm's backend;
     None: no LLM, the deterministic facts text)."""
+    from engine.pipeline import Engine
+
     reader = kb if kb is not None else open_kb(cfg)
     model = open_llm(cfg) if llm is FROM_CONFIG else llm
     return Engine(cfg, reader, model)

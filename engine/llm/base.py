@@ -1,4 +1,4 @@
-"""The LLM interface every agent talks to, and the scripted fake used by tests.
+"""The LLM interface every agent talks to (the scripted fake the tests use lives in tests/fakes.py).
 
 A request is a system + user message pair plus, optionally, the set of numbers the prompt allows
 (used by number-safe decoding in the local backend). `generate` takes a batch so that backends that
@@ -8,8 +8,8 @@ counts as one LLM call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -36,27 +36,3 @@ class LLM(Protocol):
     def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
         """One completion per request, in order."""
         ...
-
-
-@dataclass
-class FakeLLM:
-    """Scripted fake: `script` is a callable (request -> text) or a list of texts used in turn.
-    Records every request so tests can assert what reached a prompt."""
-
-    script: Callable[[LLMRequest], str] | list[str] = field(default_factory=list)
-    name: str = "fake"
-    calls: list[LLMRequest] = field(default_factory=list)
-    batches: list[int] = field(default_factory=list)
-
-    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
-        self.batches.append(len(requests))
-        out = []
-        for r in requests:
-            self.calls.append(r)
-            if callable(self.script):
-                out.append(self.script(r))
-            elif self.script:
-                out.append(self.script.pop(0))
-            else:
-                out.append(f"[{r.agent or 'llm'} narrative]")
-        return out

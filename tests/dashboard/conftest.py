@@ -1,5 +1,6 @@
 """Fixtures for the dashboard tests: a real Engine over an in-memory KB (fast), injected into the
-app through dashboard.services.ENGINE_OVERRIDE, and Streamlit caches cleared between tests."""
+app by replacing the engine factory (engine.engine_factory.open_engine, which dashboard.services
+calls; AppTest runs the app in this process), and Streamlit caches cleared between tests."""
 
 from __future__ import annotations
 
@@ -35,10 +36,11 @@ def _final_script(req):
 @pytest.fixture
 def handle(monkeypatch, request):
     import streamlit as st
+    from fakes import FakeLLM
 
     from dashboard import services
+    from engine import engine_factory
     from engine.config import Config
-    from engine.llm.base import FakeLLM
     from engine.pipeline import Engine
 
     st.cache_resource.clear()
@@ -47,7 +49,7 @@ def handle(monkeypatch, request):
     llm = FakeLLM(script=_final_script) if getattr(request, "param", "facts") == "fake" else None
     engine = Engine(Config.load(env={}), kb, llm)
     hd = services.EngineHandle(engine, kb, engine.backend, threading.Lock())
-    monkeypatch.setattr(services, "ENGINE_OVERRIDE", lambda cfg: hd)
+    monkeypatch.setattr(engine_factory, "open_engine", lambda cfg, **kw: engine)
     yield hd
     st.cache_resource.clear()
     st.cache_data.clear()

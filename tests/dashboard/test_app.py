@@ -2,7 +2,7 @@
 interactions (run a patient, compare two, cohort, provenance, ask in words, deep links).
 
 The engine is the real `engine.pipeline.Engine` over an in-memory KB built from hand-made
-sessions (tests/dashboard/helpers.py), injected through dashboard.services.ENGINE_OVERRIDE.
+sessions (tests/dashboard/helpers.py), injected by patching the engine factory (see conftest.py).
 """
 
 from __future__ import annotations
@@ -239,9 +239,6 @@ def test_missing_kb_points_to_the_data_page(monkeypatch, tmp_path):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from dashboard import services
-
-    monkeypatch.setattr(services, "ENGINE_OVERRIDE", None)
     monkeypatch.setenv("MARAG_KB_DIR", str(tmp_path / "nokb"))
     monkeypatch.setenv("MARAG_LLM", "facts")
     st.cache_resource.clear()

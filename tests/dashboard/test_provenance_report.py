@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 
-from dashboard import number_links, report, tables
+from dashboard import export, number_links, tables
 from dashboard.clinical import load_refs
 from engine.config import Config
 
@@ -68,17 +68,17 @@ def test_reports_contain_summary_flags_table_b_and_provenance():
 
     e = Engine(Config.load(env={}), h.kb(), None)
     r = e.run(Plan((3, 8), "comparison"))
-    md = report.to_markdown(r)
+    md = export.to_markdown(r)
     assert r.summary.splitlines()[0] in md
     assert "## Table B (comparison)" in md and "| patient | visit |" in md
     assert "Grounding check passed" in md
     assert "Non-motor" in md or "nonmotor" in md  # the incongruence flag rows
     refs = load_refs(Config.load(env={}).contexts_dir)
-    html = report.to_html(r, refs)
+    html = export.to_html(r, refs)
     assert html.startswith("<!doctype html>") and 'class="worsened"' in html
     assert "plotly" in html.lower() and html.count("<script") >= 1  # charts embedded
-    facts = pd.read_csv(io.StringIO(report.facts_csv(r)))
+    facts = pd.read_csv(io.StringIO(export.facts_csv(r)))
     assert len(facts) == len(r.facts)
     assert set(facts.doc_id) == {f.doc_id for f in r.facts}
-    prov = pd.read_csv(io.StringIO(report.provenance_csv(r)))
+    prov = pd.read_csv(io.StringIO(export.provenance_csv(r)))
     assert set(prov["number"].astype(str)) >= {"35", "40"}

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from fakes import FakeLLM
+
 from engine.config import REPO_ROOT, Config
 from engine.contexts import load_contexts
-from engine.llm.base import FakeLLM
 from engine.pipeline import Engine
 from kb_store.documents import build_documents
 from kb_store.model import Session, SourceRef

@@ -6,8 +6,8 @@ import json
 
 import marag_engine_fixtures as fx
 import pytest
+from fakes import FakeLLM
 
-from engine.llm.base import FakeLLM
 from engine.plan import UnknownPatientError
 from engine.types import Plan
 

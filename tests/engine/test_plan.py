@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeLLM
 
-from engine.llm.base import FakeLLM
 from engine.plan import (
     UnknownPatientError,
     check_patients,
@@ -132,7 +132,7 @@ def test_llm_planner_cannot_widen_patients():
 def test_command_line_flags_override_the_parsed_plan():
     import argparse
 
-    from engine.commands import plan_from_args
+    from engine.query_cli import plan_from_args
 
     parsed = parse_query(
         "Compare the disease progression on UPDRS between proj id 3 and proj id 8."

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes import FakeLLM
 
 from engine.cli import main
 from engine.config import Config
+from engine.eval.eval_report import aggregate, product_guarantee, write_report
 from engine.eval.harness import open_dataset, run_eval
 from engine.eval.queries import load_queries
-from engine.eval.report import aggregate, product_guarantee, write_report
-from engine.llm.base import FakeLLM
 from engine.metrics import hashing_embedder
 
 
@@ -187,7 +187,7 @@ def test_guarantee_counts_replaced_agent_texts_and_says_when_most_were_replaced(
     g = product_guarantee([rec(1, ["final"], 2), rec(2, ["motor", "final"], 4), rec(3, [], 0)])
     assert g["fallback_used"] == 2 and g["regenerated"] == 2
     assert g["fallback_agents"] == {"final": 2, "motor": 1}
-    from engine.eval.report import _fallback_line
+    from engine.eval.eval_report import _fallback_line
 
     line = _fallback_line(g)
     assert "2 of 3 queries (agent texts replaced: final 2, motor 1)" in line

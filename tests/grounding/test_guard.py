@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from fakes import FakeLLM
+
 from engine.grounding.guard import check_numbers, guard_text
-from engine.llm.base import FakeLLM, LLMRequest
+from engine.llm.base import LLMRequest
 
 FACTS_TEXT = (
     "Patient 5, visit 2 (2021-03-15): motor 12, +3 from baseline (worsened). "

@@ -60,7 +60,7 @@ def engine() -> Engine:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, workers)))
     env = {k: v for k, v in os.environ.items() if k == "MARAG_MODEL_CACHE_DIR"}
     cfg = Config.load({"llm": "local", "device": "cpu", "max_new_tokens": 48}, env=env)
-    from engine.llm.factory import make_llm
+    from engine.llm.backends import make_llm
 
     res = load_sources([default_sample_path()], "generic")
     kb = InMemoryKB(build_documents(res.sessions))

@@ -7,7 +7,7 @@ import pytest
 
 from kb_store.ingest import load_sources
 from kb_store.ingest_generic import read_table
-from kb_store.validation import format_report, report_dict
+from kb_store.ingest_report import format_report, report_dict
 
 TODAY = dt.date(2026, 1, 1)
 

@@ -4,7 +4,8 @@ import datetime as dt
 import json
 
 from kb_store.ingest import load_sources
-from kb_store.validation import RULES, format_report, report_dict
+from kb_store.ingest_report import format_report, report_dict
+from kb_store.validation import RULES
 
 
 def test_report_text_and_dict(write_generic, h):

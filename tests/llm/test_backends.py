@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Config
-from engine.llm import factory, gguf_cache
+from engine.llm import backends, gguf_cache
 from engine.llm.base import LLMRequest
 from engine.llm.local import bundled_gguf_path, resolve_model_dir
 from engine.llm.openai_backend import OpenAICompatLLM
@@ -65,8 +65,8 @@ def test_4bit_without_cuda_is_a_clear_error() -> None:
 
 
 def test_factory_backends_and_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    factory.clear_cache()
-    assert factory.make_llm(Config(llm="facts")) is None
+    backends.clear_cache()
+    assert backends.make_llm(Config(llm="facts")) is None
 
     created: list[Config] = []
 
@@ -79,15 +79,15 @@ def test_factory_backends_and_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.llm.local as local
 
     monkeypatch.setattr(local, "LocalLLM", StubLocal)
-    a = factory.make_llm(Config(llm="local"))
-    b = factory.make_llm(Config(llm="local", planner="llm"))  # irrelevant field: same instance
-    c = factory.make_llm(Config(llm="local", max_new_tokens=64))  # relevant field: new instance
+    a = backends.make_llm(Config(llm="local"))
+    b = backends.make_llm(Config(llm="local", planner="llm"))  # irrelevant field: same instance
+    c = backends.make_llm(Config(llm="local", max_new_tokens=64))  # relevant field: new instance
     assert isinstance(a, StubLocal) and a is b and c is not a and len(created) == 2
 
-    o1 = factory.make_llm(Config(llm="openai", openai_base_url="http://127.0.0.1:9/v1"))
-    o2 = factory.make_llm(Config(llm="openai", openai_base_url="http://127.0.0.1:9/v1"))
+    o1 = backends.make_llm(Config(llm="openai", openai_base_url="http://127.0.0.1:9/v1"))
+    o2 = backends.make_llm(Config(llm="openai", openai_base_url="http://127.0.0.1:9/v1"))
     assert isinstance(o1, OpenAICompatLLM) and o1 is o2
-    factory.clear_cache()
+    backends.clear_cache()
 
 
 class _Stub(BaseHTTPRequestHandler):

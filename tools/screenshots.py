@@ -1,7 +1,8 @@
 """Serve the dashboard on localhost and drive it in headless Chromium (Playwright): used by the
-real-browser test and to produce the README screenshots (docs/screenshots/<page>.png).
+real-browser test and to produce the README screenshots (docs/screenshots/<page>.png). A developer
+tool, not part of the installed packages.
 
-    python -m dashboard.screenshots --out docs/screenshots
+    python -m tools.screenshots --out docs/screenshots      (from the repository root)
 
 builds a KB from the shipped synthetic sample in a temporary folder (hashing embeddings: the
 pipeline retrieves by exact metadata match, so the embedding model does not change what is shown),
@@ -51,12 +52,12 @@ def free_port() -> int:
 
 def build_demo_kb(kb_dir: Path, embedding: str = "hashing") -> int:
     """Build the KB from the shipped synthetic sample; returns the number of sessions."""
-    from kb_store.chroma_kb import build_kb
     from kb_store.ingest import load_sources
+    from kb_store.settings import KBSettings
     from kb_store.synth import default_sample_path
 
     res = load_sources([default_sample_path()])
-    build_kb(res.sessions, kb_dir, embedding=embedding)
+    KBSettings(kb_dir, embedding=embedding).build(res.sessions)
     return len(res.sessions)
 
 

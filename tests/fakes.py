@@ -1,0 +1,37 @@
+"""Test doubles shared by the suite; production code never imports this module.
+
+`FakeLLM` is the scripted LLM of the fast tests: it satisfies engine.llm.base.LLM, answers from a
+script and records every request so a test can assert what reached a prompt. Imported as
+`from fakes import FakeLLM` (pyproject puts tests/ on the path for pytest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from engine.llm.base import LLMRequest
+
+
+@dataclass
+class FakeLLM:
+    """Scripted fake: `script` is a callable (request -> text) or a list of texts used in turn.
+    Records every request so tests can assert what reached a prompt."""
+
+    script: Callable[[LLMRequest], str] | list[str] = field(default_factory=list)
+    name: str = "fake"
+    calls: list[LLMRequest] = field(default_factory=list)
+    batches: list[int] = field(default_factory=list)
+
+    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
+        self.batches.append(len(requests))
+        out = []
+        for r in requests:
+            self.calls.append(r)
+            if callable(self.script):
+                out.append(self.script(r))
+            elif self.script:
+                out.append(self.script.pop(0))
+            else:
+                out.append(f"[{r.agent or 'llm'} narrative]")
+        return out
