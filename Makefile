@@ -1,5 +1,6 @@
 # Quick start: `make run` (install, build the default KB if missing, start the dashboard)
-#              `make test` (install, run the whole suite: unit, real-model integration, browser).
+#              `make test` (install, check the import contracts, run the whole suite: unit,
+#              real-model integration, browser).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -34,14 +35,16 @@ browser-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Import contracts (pyproject [tool.importlinter]) first: an upward import fails before any test runs.
 test: $(STAMP) browser-deps
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -q -m "not slow"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) bench/bench_kb.py

@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from engine.config import Config
-    from engine.llm.local import LocalLLM
-    from engine.pipeline import Engine
+    from engine.engine_factory import open_engine, open_llm
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     facts_cfg = Config.load({"llm": "facts", "grounding_rounds": args.rounds}, env={})
     for q in QUERIES.values():
-        r = run_case(Engine(facts_cfg, kb, None), None, q, max(3, args.repeat))
+        r = run_case(open_engine(facts_cfg, kb=kb), None, q, max(3, args.repeat))
         rows.append({"backend": "facts", "domain_agents": "-", **r})
         print(rows[-1], flush=True)
     load_s = None
@@ -103,14 +102,14 @@ def main(argv: list[str] | None = None) -> int:
             "grounding_rounds": args.rounds,
         }
         t0 = time.perf_counter()
-        llm = LocalLLM(Config.load(base, env={}))
+        llm = open_llm(Config.load(base, env={}))
         load_s = time.perf_counter() - t0
         for name, q in QUERIES.items():
             for batched in (True, False):
                 if name in ("comparison", "cohort") and not batched:
                     continue  # no domain agents: batching does not apply
                 cfg = Config.load({**base, "batch_domain_agents": batched}, env={})
-                r = run_case(Engine(cfg, kb, llm), llm, q, args.repeat)
+                r = run_case(open_engine(cfg, kb=kb, llm=llm), llm, q, args.repeat)
                 label = (
                     ("batched" if batched else "sequential")
                     if name in ("single_session", "trajectory")

@@ -2,7 +2,7 @@
 
 Each measurement runs in a fresh subprocess (so ru_maxrss is that build's peak resident memory):
 generate the cohort (kb_store.synth), write the CSV, ingest it (kb_store.ingest.load_sources), build
-the KB (kb_store.chroma_kb.build_kb), rebuild unchanged data, then rebuild after one changed item.
+the KB (kb_store.settings.KBSettings.build -> kb_store.chroma_kb.build_kb), rebuild unchanged data, then rebuild after one changed item.
 
 Usage (from the repository root):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_kb.py                      # default scenarios
@@ -33,8 +33,8 @@ def child(patients: int, embedding: str, seed: int) -> dict:
 
     apply_offline_environment()
     from kb_store import synth
-    from kb_store.chroma_kb import build_kb, open_kb
     from kb_store.ingest import load_sources
+    from kb_store.settings import KBSettings
 
     out: dict = {"patients": patients, "embedding": embedding}
 
@@ -53,6 +53,7 @@ def child(patients: int, embedding: str, seed: int) -> dict:
         out["sessions"] = len(res.sessions)
         out["ingest_errors"] = sum(i.severity == "error" for i in res.issues)
         kb = Path(tmp) / "kb"
+        store = KBSettings(kb, embedding=embedding)
         if embedding == "minilm":  # load the model outside the timed build, report it apart
             from kb_store.embeddings import load_minilm
 
@@ -60,7 +61,7 @@ def child(patients: int, embedding: str, seed: int) -> dict:
             load_minilm()
             out["model_load_s"] = round(time.perf_counter() - t, 2)
         note("before st")
-        st = build_kb(res.sessions, kb, embedding=embedding)
+        st = store.build(res.sessions)
         out.update(
             documents=st.total,
             build_s=round(st.seconds, 2),
@@ -68,19 +69,19 @@ def child(patients: int, embedding: str, seed: int) -> dict:
             docs_per_s=round(st.total / st.seconds, 1),
         )
         note("before st2")
-        st2 = build_kb(res.sessions, kb, embedding=embedding)
+        st2 = store.build(res.sessions)
         out.update(rebuild_unchanged_s=round(st2.seconds, 2), rebuild_embedded=st2.embedded)
         s = next(x for x in res.sessions if x.instrument == "updrs")
         s.items["NP3GAIT"] = 4.0 if s.items["NP3GAIT"] != 4.0 else 3.0
         note("before st3")
-        st3 = build_kb(res.sessions, kb, embedding=embedding)
+        st3 = store.build(res.sessions)
         out.update(
             rebuild_one_change_s=round(st3.seconds, 2),
             one_change_updated=st3.updated,
             one_change_embedded=st3.embedded,
         )
         note("before reader")
-        reader = open_kb(kb, embedding=embedding)
+        reader = store.open()
         t = time.perf_counter()
         for pid in reader.patient_ids()[:20]:
             reader.session_docs(pid)

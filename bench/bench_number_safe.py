@@ -89,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.bench_engine import build_kb
     from engine.config import Config
-    from engine.llm.local import LocalLLM
-    from engine.pipeline import Engine
+    from engine.engine_factory import open_engine, open_llm
 
     kb = build_kb()
     out = {}
@@ -105,11 +104,11 @@ def main(argv: list[str] | None = None) -> int:
             },
             env={},
         )
-        llm = LocalLLM(cfg)
+        llm = open_llm(cfg)
         texts = claims = correct_ctx = ctx = numbers = absent_tokens = tokens = failed = 0
         t0 = time.perf_counter()
         for q in QUERIES:
-            result = Engine(cfg, kb, llm).ask(q, guard=False)
+            result = open_engine(cfg, kb=kb, llm=llm).ask(q, guard=False)
             for _agent, rec in result.verification["per_agent"].items():
                 texts += 1
                 n_ctx = int(rec.get("claims_with_context", 0))

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kb_store.settings import DEFAULT_COLLECTION, EMBEDDINGS, KBSettings
+from kb_store.defaults import DEFAULT_COLLECTION, EMBEDDINGS
+from kb_store.settings import KBSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LLM_CHOICES = ("facts", "local", "openai")

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from engine.config import Config
 
 if TYPE_CHECKING:  # pragma: no cover
-    from engine.pipeline import Engine
     from engine.llm.base import LLM
+    from engine.pipeline import Engine
     from kb_store.reader import KBReader
 
 

@@ -50,10 +50,10 @@ from urllib.parse import urlparse
 import chromadb
 from chromadb.config import Settings
 
+from kb_store.defaults import DEFAULT_COLLECTION
 from kb_store.documents import KBDoc, build_documents
 from kb_store.embeddings import make_embedding_function
 from kb_store.model import Session
-from kb_store.settings import DEFAULT_COLLECTION
 
 log = logging.getLogger(__name__)
 

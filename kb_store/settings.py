@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kb_store.defaults import DEFAULT_COLLECTION
+
 if TYPE_CHECKING:  # pragma: no cover - types only; chroma_kb loads Chroma
     from kb_store.chroma_kb import BuildStats, ChromaKB
     from kb_store.model import Session
-
-DEFAULT_COLLECTION = "marag_sessions"
-EMBEDDINGS = ("minilm", "hashing")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ def real_app(monkeypatch, tmp_path):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-
     monkeypatch.setenv("MARAG_KB_DIR", str(tmp_path / "kb"))
     monkeypatch.setenv("MARAG_EMBEDDING", "hashing")
     monkeypatch.setenv("MARAG_LLM", "facts")
