@@ -8,7 +8,7 @@ from pathlib import Path
 
 CONFTEST = Path(__file__).with_name("conftest.py")
 
-INNER_TESTS = '''
+INNER_TESTS = """
 import pytest
 
 from engine.config import Config
@@ -40,7 +40,7 @@ def test_slow_sees_the_real_entry_points():
     assert minilm.load_minilm.__qualname__ == "load_minilm"
     assert local.load_model.__qualname__ == "load_model"
     assert local.LocalLLM.generate.__qualname__ == "LocalLLM.generate"
-'''
+"""
 
 
 def test_guard_fails_fast_tests_that_load_a_model_and_spares_slow_ones(pytester):

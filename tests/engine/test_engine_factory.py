@@ -1,0 +1,29 @@
+"""engine.engine_factory.open_engine: the one way to build an Engine (CLI, dashboard, eval, bench)."""
+
+from __future__ import annotations
+
+import marag_engine_fixtures as fx
+import pytest
+from fakes import FakeLLM
+
+from engine.config import Config
+from engine.engine_factory import open_engine
+from kb_store.chroma_kb import KBMissingError
+
+
+def test_given_kb_and_facts_backend():
+    kb = fx.kb()
+    eng = open_engine(Config.load({"llm": "facts"}, env={}), kb=kb)
+    assert eng.kb is kb and eng.llm is None and eng.backend == "facts"
+
+
+def test_given_llm_wins_over_the_configured_backend():
+    llm = FakeLLM()
+    eng = open_engine(Config.load({"llm": "facts"}, env={}), kb=fx.kb(), llm=llm)
+    assert eng.llm is llm and eng.backend == "fake"
+
+
+def test_no_kb_at_the_configured_place_is_a_clear_error(tmp_path):
+    cfg = Config.load({"kb_dir": str(tmp_path / "none"), "embedding": "hashing"}, env={})
+    with pytest.raises(KBMissingError, match=str(tmp_path / "none")):
+        open_engine(cfg)
