@@ -43,7 +43,8 @@ def test_slow_sees_the_real_entry_points():
 """
 
 
-def test_guard_fails_fast_tests_that_load_a_model_and_spares_slow_ones(pytester):
+def test_guard_fails_fast_tests_that_load_a_model_and_spares_slow_ones(pytester, monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)  # the inner run needs no torch
     pytester.makeconftest(CONFTEST.read_text(encoding="utf-8"))
     pytester.makepyfile(test_inner=INNER_TESTS)
     res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "addopts=")
