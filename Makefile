@@ -10,7 +10,7 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: install run kb test test-fast lint bench browser-deps clean
+.PHONY: install run kb test test-fast lint bench browser-deps postgres-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,11 @@ install: $(STAMP)
 kb: $(STAMP)
 	$(VENV)/bin/marag kb build --source synthetic --if-missing
 
+# Loopback only: without [auth] in .streamlit/secrets.toml the app refuses a network address
+# unless MARAG_TRUSTED_NETWORK=1 (see docs/audit-and-access.md).
+ADDRESS ?= 127.0.0.1
 run: kb
-	$(VENV)/bin/streamlit run dashboard/app.py --server.port $(PORT)
+	$(VENV)/bin/streamlit run dashboard/app.py --server.address $(ADDRESS) --server.port $(PORT)
 
 # Debian's Chromium for the real-browser test; Playwright never downloads its own browser.
 browser-deps:
@@ -35,8 +38,15 @@ browser-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Debian's PostgreSQL server binaries for the audit-store tests (each test starts its own cluster).
+postgres-deps:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
+	fi
+
 # Import contracts (pyproject [tool.importlinter]) first: an upward import fails before any test runs.
-test: $(STAMP) browser-deps
+test: $(STAMP) browser-deps postgres-deps
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import services
+from dashboard import gate, services
 from dashboard.page import BACKEND_KEY
+from engine.config import Config
 
 st.set_page_config(
     page_title="MA-RAG clinician dashboard",
@@ -18,6 +19,10 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="expanded",
 )
+
+# --- access control (issue 14): refuse an open network bind, sign in, roles -> pages ---
+identity = gate.enter(gate.base_config_or_none() or Config())
+# --- end access control ---
 
 pages = {
     "Analyse": [
@@ -37,12 +42,16 @@ pages = {
             icon=":material/fact_check:",
             url_path="provenance",
         ),
+        st.Page(
+            "views/review.py", title="Review", icon=":material/rate_review:", url_path="review"
+        ),
     ],
     "Manage": [st.Page("views/data.py", title="Data", icon=":material/database:", url_path="data")],
 }
-nav = st.navigation(pages)
+nav = st.navigation(gate.visible(pages, identity))
 
 with st.sidebar:
+    gate.sidebar(identity)  # issue 14: who is signed in, or "local single-user mode"
     st.markdown("### MA-RAG")
     st.caption(
         "Grounded summaries of longitudinal MDS-UPDRS and PDQ-8 assessments. "

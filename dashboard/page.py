@@ -28,7 +28,10 @@ def kb_missing_message(cfg: Config, detail: str = "") -> None:
     )
     if detail:
         st.caption(detail)
-    st.page_link("views/data.py", label="Open the Data page", icon=":material/database:")
+    from dashboard import trail
+
+    if "data_manager" in trail.identity().roles:  # issue 14: the Data page is theirs only
+        st.page_link("views/data.py", label="Open the Data page", icon=":material/database:")
 
 
 def engine_or_stop() -> tuple[Config, EngineHandle, ClinicalRefs]:

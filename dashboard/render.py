@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import export
+from dashboard import export, trail
 from dashboard.clinical import ClinicalRefs
 from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers
 from engine.types import Result
@@ -40,6 +40,7 @@ def grounding_badge(result: Result) -> None:
 
 def summary_panel(result: Result) -> None:
     st.subheader("Summary")
+    trail.rejection_banner(result.summary)  # audit trail (issue 14): rejected in review
     grounding_badge(result)
     links = link_numbers(result)
     with st.container(border=True, key="summary_box"):
@@ -143,7 +144,8 @@ def export_buttons(
         mime="text/markdown",
         key=f"dl_md_{key}",
         icon=":material/description:",
-        on_click="ignore",
+        on_click=trail.record_export,  # audit trail (issue 14)
+        args=(result, "markdown"),
     )
     c2.download_button(
         "Report (HTML, with charts)",
@@ -152,7 +154,8 @@ def export_buttons(
         mime="text/html",
         key=f"dl_html_{key}",
         icon=":material/html:",
-        on_click="ignore",
+        on_click=trail.record_export,  # audit trail (issue 14)
+        args=(result, "html"),
     )
     c3.download_button(
         "Fact table (CSV)",
@@ -161,5 +164,6 @@ def export_buttons(
         mime="text/csv",
         key=f"dl_csv_{key}",
         icon=":material/table:",
-        on_click="ignore",
+        on_click=trail.record_export,  # audit trail (issue 14)
+        args=(result, "facts_csv"),
     )

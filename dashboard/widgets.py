@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from dashboard import session
+from dashboard import services, session
 from dashboard.services import EngineHandle
 from engine.types import Plan, Result
 
@@ -220,6 +220,12 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
             f"{'s' if result.llm_calls != 1 else ''} ({backend})",
             state="complete",
         )
+    # --- audit trail (issue 14): a result is recorded before it is shown ---
+    from dashboard import trail
+
+    if not trail.record_release(result, services.base_config()):
+        return None
+    # --- end audit trail ---
     session.store_result(plan, backend, result)
     st.query_params["run"] = "1"
     return result

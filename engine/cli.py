@@ -10,6 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from engine.audit import cli as audit_cli
+from engine.audit.errors import AuditError
 from engine.config import Config
 
 
@@ -79,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
     _common(build)
+    audit_cli.add_user_flag(build)  # audit trail (issue 14)
+    audit_cli.add_audit_db_flag(build)
     report = kb.add_parser(
         "report", help="print the validation report for sources without building"
     )
@@ -104,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true")
     _common(ask)
     _llm_flags(ask)
+    audit_cli.add_user_flag(ask)  # audit trail (issue 14)
+    audit_cli.add_audit_db_flag(ask)
+    audit_cli.add_parser(sub, _common)
 
     ev = sub.add_parser("eval", help="run the evaluation harness (baselines vs product)")
     ev.add_argument("--out", default="eval-out")
@@ -136,6 +143,7 @@ CONFIG_KEYS = (
     "openai_model",
     "planner",
     "visit_window_days",
+    "audit_db",
 )
 
 
@@ -154,16 +162,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "kb":
             from kb_store import kb_cli
 
-            return getattr(kb_cli, args.kb_command)(args, cfg.kb)
+            before = audit_cli.kb_state(cfg) if args.kb_command == "build" else None
+            rc = getattr(kb_cli, args.kb_command)(args, cfg.kb)
+            if before is not None and rc == 0:  # audit trail (issue 14)
+                audit_cli.record_kb_build(args, cfg, before)
+            return rc
         if args.command in ("plan", "ask"):
             from engine import query_cli
 
             return getattr(query_cli, args.command)(args, cfg)
+        if args.command == "audit":
+            return audit_cli.run(args, cfg)
         if args.command == "eval":
             from engine.eval import eval_cli
 
             return eval_cli.run(args, cfg)
-    except (UsageError, ValueError, KeyError, FileNotFoundError) as e:
+    except (UsageError, ValueError, KeyError, FileNotFoundError, AuditError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"marag: error: {msg}", file=sys.stderr)
         return 2

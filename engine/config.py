@@ -50,6 +50,12 @@ class Config:
     grounding_rounds: int = 2  # critique-and-regenerate rounds before the facts fallback
     visit_window_days: int = 0  # sessions of different instruments this close share a visit
     contexts_dir: Path = REPO_ROOT / "contexts"
+    # --- audit trail and access control (issue 14) ---
+    audit_db: str | None = None  # SQLite path or SQLAlchemy URL; None = audit.sqlite3 beside the KB
+    user: str | None = None  # user recorded by the CLI; None = the OS login
+    roles_file: Path = field(default_factory=lambda: Path.cwd() / ".streamlit" / "roles.toml")
+    trusted_network: bool = False  # serve on a network address without sign-in (logged)
+    # --- end audit trail and access control ---
 
     @classmethod
     def load(

@@ -106,6 +106,12 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
         result = engine.ask(query, plan=plan_from_args(args, parsed))
     else:
         result = engine.ask(query)
+    # --- audit trail (issue 14): every released result is recorded before it is shown ---
+    from engine.audit import record
+
+    entry = record(cfg, "ask", user=getattr(args, "user", None), result=result, plan=result.plan)
+    print(f"[audit entry #{entry.id}]", file=sys.stderr)
+    # --- end audit trail ---
     if getattr(args, "json", False):
         print(json.dumps(result.to_json(), default=str))
         return 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import services, session
+from dashboard import services, session, trail
 from dashboard.page import current_config
 
 SOURCES = {
@@ -127,6 +127,10 @@ if ing:
                         f"deleted {stats.deleted}; {stats.total} documents in {stats.seconds:.1f} s"
                     )
                     status.update(label="KB built", state="complete")
+                    # audit trail (issue 14): who replaced the KB, from which sources
+                    trail.record_kb_build(
+                        cfg, {"sources": ing["paths"], "format": ing["format"], **stats.to_dict()}
+                    )
                     services.clear_engines()
                     session.clear_results()
                     st.session_state.pop(INGEST_KEY, None)

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import export, render, session, tables
+from dashboard import export, render, session, tables, trail
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
 
@@ -139,7 +139,8 @@ d1.download_button(
     file_name="marag-facts.csv",
     mime="text/csv",
     key="dl_facts_prov",
-    on_click="ignore",
+    on_click=trail.record_export,  # audit trail (issue 14)
+    args=(result, "facts_csv"),
     icon=":material/table:",
 )
 d2.download_button(
@@ -148,7 +149,8 @@ d2.download_button(
     file_name="marag-provenance.csv",
     mime="text/csv",
     key="dl_links_prov",
-    on_click="ignore",
+    on_click=trail.record_export,  # audit trail (issue 14)
+    args=(result, "links_csv"),
     icon=":material/link:",
 )
 d3.download_button(
@@ -157,6 +159,7 @@ d3.download_button(
     file_name="marag-result.json",
     mime="application/json",
     key="dl_json_prov",
-    on_click="ignore",
+    on_click=trail.record_export,  # audit trail (issue 14)
+    args=(result, "json"),
     icon=":material/data_object:",
 )

@@ -23,6 +23,14 @@ if "dash_helpers" not in sys.modules:
 h = sys.modules["dash_helpers"]
 
 
+@pytest.fixture(autouse=True)
+def _audit_trail_in_tmp(monkeypatch, tmp_path):
+    """Issue 14: the app records every released result; keep each test's trail in its tmp."""
+    monkeypatch.setenv("MARAG_AUDIT_DB", str(tmp_path / "audit.sqlite3"))
+    monkeypatch.delenv("MARAG_TRUSTED_NETWORK", raising=False)
+    monkeypatch.delenv("MARAG_USER", raising=False)
+
+
 @pytest.fixture
 def helpers():
     return h

@@ -1,0 +1,112 @@
+"""The dashboard's side of the audit trail (engine.audit): every result released on a page,
+every export, sign-in, denied attempt, sign-off and rejection is recorded under the person of this
+session (set by dashboard.gate), and a summary whose review rejected it carries a banner wherever
+it is shown again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import services
+from dashboard.access import Identity
+from engine.audit.chain import sha256
+from engine.audit.errors import AuditError
+
+IDENTITY_KEY = "marag_identity"
+ENTRY_IDS = "marag_audit_entry_ids"  # result object id -> its audit entry id (this session)
+
+
+def identity() -> Identity:
+    ident = st.session_state.get(IDENTITY_KEY)
+    if ident is None:  # a page opened without the app's gate (AppTest of one view)
+        from dashboard.access import ROLES
+        from engine.audit import resolve_user
+
+        ident = Identity(resolve_user(services.base_config()), frozenset(ROLES), "local")
+    return ident
+
+
+def store() -> Any:
+    from engine.audit import open_store
+
+    return open_store(services.base_config())
+
+
+def record(action: str, **kw: Any) -> Any:
+    """Append an entry for this session's user; raises AuditError when the store is unavailable."""
+    from engine.audit import record as audit_record
+
+    ident = identity()
+    cfg = kw.pop("cfg", None) or services.base_config()
+    return audit_record(cfg, action, user=ident.user, role=ident.role_label, **kw)
+
+
+def record_once(flag: str, action: str, **kw: Any) -> None:
+    """Record `action` once per browser session (sign-in, denied)."""
+    if st.session_state.get(flag):
+        return
+    try:
+        record(action, **kw)
+    except AuditError as e:
+        st.error(f"The audit trail is unavailable: {e}")
+        st.stop()
+    st.session_state[flag] = True
+
+
+def record_release(result: Any, cfg: Any) -> bool:
+    """Record a result before it is shown. False (with the error shown) when it cannot be."""
+    try:
+        entry = record("ask", result=result, plan=result.plan, cfg=cfg)
+    except AuditError as e:
+        st.error(f"Not shown: the result could not be recorded in the audit trail ({e}).")
+        return False
+    st.session_state.setdefault(ENTRY_IDS, {})[id(result)] = entry.id
+    return True
+
+
+def record_export(result: Any, fmt: str) -> None:
+    """download_button callback: an export of the current result."""
+    try:
+        record(
+            "export",
+            result=None,
+            plan=result.plan,
+            detail={
+                "format": fmt,
+                "of_entry": st.session_state.get(ENTRY_IDS, {}).get(id(result)),
+                "summary_sha256": sha256(result.summary or ""),
+            },
+            patients={int(f.patient) for f in result.facts},
+        )
+    except AuditError as e:
+        st.toast(f"Export not recorded in the audit trail: {e}", icon=":material/error:")
+
+
+def record_kb_build(cfg: Any, detail: dict[str, Any]) -> None:
+    """A KB build on the Data page (after it succeeded)."""
+    try:
+        record("kb_build", cfg=cfg, with_kb=True, detail=detail)
+    except AuditError as e:
+        st.error(f"The KB was built, but the build could not be recorded: {e}")
+
+
+def rejection(summary: str | None) -> Any:
+    """The rejection entry of this summary text, or None."""
+    if not summary:
+        return None
+    try:
+        return store().rejected_summaries().get(sha256(summary))
+    except AuditError:
+        return None
+
+
+def rejection_banner(summary: str | None) -> None:
+    rej = rejection(summary)
+    if rej is not None:
+        st.error(
+            f"**Rejected in review** by {rej.user} on {rej.ts[:10]} (audit entry #{rej.id}): "
+            f"{rej.comment or 'no comment'}",
+            icon=":material/block:",
+        )

@@ -1,0 +1,124 @@
+"""The review workflow under AppTest (real Engine over the in-memory KB, real SQLite trail in tmp):
+a run on the Patient page is recorded as a release; the Review page lists it as awaiting review,
+opens the stored result as released, refuses a rejection without a comment, records the
+rejection with its comment, and the rejected summary then carries a banner on the Patient page
+and in the Review list; a sign-off of another release moves it to "Reviewed"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.audit.store import AuditStore
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
+
+def _trail(tmp_path) -> AuditStore:
+    return AuditStore(f"sqlite:///{tmp_path / 'audit.sqlite3'}")
+
+
+def _run_patient(at, pid: int):
+    at.switch_page("views/patient.py").run()
+    at.selectbox(key="patient").set_value(pid).run()
+    at.button(key="run_patient").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MARAG_USER", "dr.local")
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    _run_patient(at, 8)
+    _run_patient(at, 3)
+    trail = _trail(tmp_path)
+    released = trail.entries(actions=("ask",))
+    assert [(e.user, e.patients) for e in released] == [("dr.local", [8]), ("dr.local", [3])]
+    summary8 = released[0].result["summary"]
+    assert "patient 8" in summary8.lower()
+
+    at.switch_page("views/review.py").run()
+    assert not at.exception, at.exception
+    assert at.header[0].value == "Review"
+    pick = at.selectbox(key="review_entry")
+    assert pick.options[0].startswith("#2") and pick.options[1].startswith("#1")  # newest first
+    pick.set_value(1).run()
+    shown = at.get("text")
+    assert shown and shown[0].value == summary8  # the stored text, exactly as released
+    assert any("matches its recorded hash" in m.value for m in at.markdown)
+
+    at.button(key="review_reject").click().run()  # no comment: refused
+    assert any("needs a comment" in e.value for e in at.error)
+    assert trail.entries(actions=("reject",)) == []
+
+    at.text_area(key="review_comment_1").set_value(
+        "Visit 3 non-motor 0 is a data-entry error"
+    ).run()
+    at.button(key="review_reject").click().run()
+    assert not at.exception, at.exception
+    rej = trail.entries(actions=("reject",))
+    assert [(r.subject, r.user, r.comment) for r in rej] == [
+        (1, "dr.local", "Visit 3 non-motor 0 is a data-entry error")
+    ]
+    assert rej[0].detail["result_hash"] == released[0].result_hash
+    # entry 1 left the queue; entry 2 is still awaiting review
+    assert [o[:2] for o in at.selectbox(key="review_entry").options] == ["#2"]
+
+    # the rejected summary carries its banner wherever it is shown again
+    at.segmented_control(key="review_status").set_value("reviewed").run()
+    at.selectbox(key="review_entry").set_value(1).run()
+    assert any("Rejected in review" in e.value and "data-entry error" in e.value for e in at.error)
+    _run_patient(at, 8)
+    assert any("Rejected in review" in e.value for e in at.error)
+    _run_patient(at, 3)
+    assert not any("Rejected in review" in e.value for e in at.error)
+
+    # sign off the other release
+    at.switch_page("views/review.py").run()
+    at.segmented_control(key="review_status").set_value("pending").run()
+    # the re-runs above are new releases (#4 patient 8, #5 patient 3), also awaiting review
+    assert [o.split(" ")[0] for o in at.selectbox(key="review_entry").options] == ["#5", "#4", "#2"]
+    at.selectbox(key="review_entry").set_value(2).run()
+    at.button(key="review_sign_off").click().run()
+    assert not at.exception, at.exception
+    assert [(e.action, e.subject) for e in trail.entries(actions=("sign_off", "reject"))] == [
+        ("reject", 1),
+        ("sign_off", 2),
+    ]
+    assert trail.verify().ok
+
+
+def test_review_shows_the_release_as_stored_after_a_kb_rebuild(handle, tmp_path, monkeypatch):
+    """A result released from KB generation 1 opens on the Review page from its stored copy, with
+    its generation and a note that the live KB (generation 2, other content) has changed."""
+    from streamlit.testing.v1 import AppTest
+
+    from engine.audit import record
+    from engine.config import Config
+    from engine.types import Plan
+    from kb_store.chroma_kb import build_kb
+    from kb_store.ingest import load_sources
+    from kb_store.synth import default_sample_path
+
+    kb_dir = tmp_path / "kb"
+    monkeypatch.setenv("MARAG_KB_DIR", str(kb_dir))
+    monkeypatch.setenv("MARAG_EMBEDDING", "hashing")
+    sessions = load_sources([default_sample_path()]).sessions
+    build_kb(sessions, kb_dir, embedding="hashing")
+    result = handle.run(
+        Plan(
+            patients=(8,), analysis="trajectory", instruments=("updrs", "pdq8"), visit_filter="none"
+        )
+    )
+    released = record(Config.load(), "ask", user="dr.a", role="clinician", result=result)
+    assert released.kb_generation == "gen-000001"
+    build_kb([s for s in sessions if s.proj_id != 44], kb_dir, embedding="hashing")  # rebuilt
+
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    at.switch_page("views/review.py").run()
+    assert not at.exception, at.exception
+    assert at.get("text")[0].value == result.summary
+    notes = " ".join(w.value for w in at.warning)
+    assert "The KB has changed since this was released (now `gen-000002`)" in notes
+    assert any("gen-000001" in m.value for m in at.markdown)
