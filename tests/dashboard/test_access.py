@@ -241,9 +241,6 @@ def test_data_manager_kb_build_is_recorded(monkeypatch, tmp_path, roles_file):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from dashboard import services
-
-    monkeypatch.setattr(services, "ENGINE_OVERRIDE", None)
     monkeypatch.setenv("MARAG_KB_DIR", str(tmp_path / "kb"))
     monkeypatch.setenv("MARAG_EMBEDDING", "hashing")
     st.cache_resource.clear()

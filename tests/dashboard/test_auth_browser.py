@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import screenshots as shots
+from tools import screenshots as shots
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 REPO = Path(__file__).resolve().parents[2]
