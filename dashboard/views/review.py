@@ -24,7 +24,7 @@ except AuditError as e:
     st.error(f"The audit trail is unavailable: {e}")
     st.stop()
 
-f1, f2, f3, f4 = st.columns([2, 1, 2, 2])
+f1, f2, f3, f4 = st.columns([3, 1, 2, 2])
 status = f1.segmented_control(
     "Show",
     list(STATUS_LABELS),
