@@ -122,3 +122,23 @@ def test_review_shows_the_release_as_stored_after_a_kb_rebuild(handle, tmp_path,
     notes = " ".join(w.value for w in at.warning)
     assert "The KB has changed since this was released (now `gen-000002`)" in notes
     assert any("gen-000001" in m.value for m in at.markdown)
+
+
+def test_exports_are_recorded(handle, tmp_path, monkeypatch):
+    """Each download of the current result (report, CSV, JSON) is an `export` audit entry naming
+    the format, the release it exports and the patients."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MARAG_USER", "dr.local")
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    _run_patient(at, 8)
+    at.download_button(key="dl_md_patient").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("views/provenance.py").run()
+    at.download_button(key="dl_json_prov").click().run()
+    assert not at.exception, at.exception
+    exports = _trail(tmp_path).entries(actions=("export",))
+    assert [(e.user, e.detail["format"], e.detail["of_entry"], e.patients) for e in exports] == [
+        ("dr.local", "markdown", 1, [8]),
+        ("dr.local", "json", 1, [8]),
+    ]
