@@ -113,6 +113,27 @@ def flags_panel(result: Result) -> None:
                     st.markdown(f"- {flag_line(r)}")
 
 
+def excluded_panel(result: Result) -> None:
+    """Sessions of the plan's patients left out at ingest (issue 11: nothing excluded in
+    silence), as the engine reported them, with a link to the Data page's validation report."""
+    rows = getattr(result, "excluded_sessions", None) or []
+    if not rows:
+        return
+    st.info(
+        f"**{len(rows)} session{'s' if len(rows) != 1 else ''} left out at data import**",
+        icon=":material/block:",
+    )
+    st.dataframe(
+        [
+            {k: r.get(k) for k in ("patient", "instrument", "date", "file", "row", "rule")}
+            for r in rows
+        ],
+        hide_index=True,
+        key="excluded_sessions",
+    )
+    st.page_link("views/data.py", label="Why? Open the Data report", icon=":material/database:")
+
+
 def screening_notes(result: Result) -> None:
     if result.screening:
         with st.expander(f"Screening findings ({len(result.screening)})"):
@@ -129,6 +150,7 @@ def summary_beside(result: Result) -> DeltaGenerator:
         screening_notes(result)
     with right:
         flags_panel(result)
+        excluded_panel(result)
     return right
 
 

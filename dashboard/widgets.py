@@ -35,6 +35,16 @@ ANALYSIS_LABELS = {
     "comparison": "Comparison",
     "cohort": "Cohort",
 }
+#: Cohort "Rank by" widget (issue 11): the plan's statistic; "" = chosen from the question's words
+STATISTIC_CHOICES = ("", "latest", "change", "slope_visit", "slope_year", "mean")
+STATISTIC_LABELS = {
+    "": "From the question",
+    "latest": "Latest score",
+    "change": "Change, first to latest",
+    "slope_visit": "Slope per visit",
+    "slope_year": "Slope per year",
+    "mean": "Cohort mean",
+}
 #: Which page shows which analyses (used to route a plan parsed from words).
 PAGE_FOR_ANALYSIS = {
     "trajectory": "views/patient.py",
@@ -114,13 +124,14 @@ def make_plan(
     instruments: Sequence[str],
     visit_filter: str,
     query: str = "",
+    statistic: str = "",
 ) -> Plan | None:
     """The Plan, or None after showing what is wrong with the widgets."""
     if not instruments:
         st.warning("Choose at least one instrument.")
         return None
     try:
-        return Plan(tuple(patients), analysis, tuple(instruments), visit_filter, query)
+        return Plan(tuple(patients), analysis, tuple(instruments), visit_filter, query, statistic)
     except ValueError as e:
         st.error(f"The plan is not valid: {e}")
         return None

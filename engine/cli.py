@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--instruments", default=None, help="updrs,pdq8")
     ask.add_argument("--visits", default=None, help="visit filter, e.g. baseline, last_3_visits")
     ask.add_argument("--json", action="store_true")
+    ask.add_argument(
+        "--statistic",
+        choices=["latest", "change", "slope_visit", "slope_year", "mean"],
+        default=None,
+        help="cohort statistic to rank by (default: chosen from the query's words)",
+    )
     _common(ask)
     _llm_flags(ask)
     audit_cli.add_user_flag(ask)  # audit trail (issue 14)

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine.course import Point, fmt, fmt2, slope_of
+from engine.course import Point, fmt, fmt2, fmt_signed, slope_of
 from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
@@ -36,11 +36,32 @@ STAT_LABELS = {
     "steepest_slope": "fastest worsening of {what} (largest least-squares slope, points per visit)",
     "smallest_abs_slope": "most stable {what} (smallest absolute slope, points per visit)",
     "most_negative_slope": "most improved {what} (most negative slope, points per visit)",
+    "steepest_slope_year": "fastest worsening of {what} (largest least-squares slope, points per year)",
+    "smallest_abs_slope_year": "most stable {what} (smallest absolute slope, points per year)",
+    "most_negative_slope_year": "most improved {what} (most negative slope, points per year)",
+    "largest_change": "largest increase of {what} from the first to the latest assessment",
+    "most_negative_change": "largest decrease of {what} from the first to the latest assessment",
 }
+SLOPE_STATS = {
+    "steepest_slope",
+    "smallest_abs_slope",
+    "most_negative_slope",
+    "steepest_slope_year",
+    "smallest_abs_slope_year",
+    "most_negative_slope_year",
+}
+CHANGE_STATS = {"largest_change", "most_negative_change"}
+#: --statistic (Plan.statistic) -> the statistic family; direction words of the query pick within it
+STATISTIC_FLAGS = ("latest", "change", "slope_visit", "slope_year", "mean")
 
 
-def choose_statistic(query: str, instruments: Sequence[str]) -> tuple[str, str]:
-    """(statistic, domain) by the fixed keyword rules; domain is 'total' or one of the four."""
+def choose_statistic(
+    query: str, instruments: Sequence[str], statistic: str = ""
+) -> tuple[str, str]:
+    """(statistic, domain) by the fixed keyword rules; domain is 'total' or one of the four.
+    `statistic` (the plan's, from --statistic, the dashboard widget or the planner's progression
+    rules) fixes what is ranked: latest value, change first -> latest, slope per visit or per year,
+    or the cohort mean; the query's direction words (improved, stable, lowest) pick the order."""
     q = query.lower()
     domain = TOTAL
     for pat, dom in DOMAIN_KEYWORDS:
@@ -49,13 +70,37 @@ def choose_statistic(query: str, instruments: Sequence[str]) -> tuple[str, str]:
             break
     if domain == TOTAL and tuple(instruments) == ("pdq8",):
         domain = "qol"
-    if re.search(r"\b(fastest|quickest|most\s+rapid|rapidly|progress\w*\s+(the\s+)?most)\b", q):
+    improved = bool(
+        re.search(
+            r"\b(most\s+improved|improved\s+(the\s+)?most|greatest\s+improvement|decrease)", q
+        )
+    )
+    stable = bool(re.search(r"\b(most\s+stable|stablest|stable|least\s+change|slowest)\b", q))
+    lowest = bool(re.search(r"\b(lowest|best|least|mildest|minimum)\b", q))
+    if statistic in ("slope_visit", "slope_year"):
+        base = (
+            "most_negative_slope"
+            if improved
+            else "smallest_abs_slope"
+            if stable
+            else "steepest_slope"
+        )
+        return base + ("_year" if statistic == "slope_year" else ""), domain
+    if statistic == "change":
+        return ("most_negative_change" if improved else "largest_change"), domain
+    if statistic == "latest":
+        return ("minimum" if lowest else "maximum"), domain
+    if statistic == "mean":
+        return "mean", domain
+    if re.search(
+        r"\b(fastest|quickest|steepest|most\s+rapid|rapidly|progress\w*\s+(the\s+)?most)\b", q
+    ):
         return "steepest_slope", domain
-    if re.search(r"\b(most\s+stable|stablest|stable|least\s+change|slowest)\b", q):
+    if stable:
         return "smallest_abs_slope", domain
-    if re.search(r"\b(most\s+improved|improved\s+(the\s+)?most|greatest\s+improvement)\b", q):
+    if improved:
         return "most_negative_slope", domain
-    if re.search(r"\b(lowest|best|least|mildest|minimum)\b", q):
+    if lowest:
         return "minimum", domain
     if re.search(r"\b(average|mean|typical)\b", q):
         return "mean", domain
@@ -119,29 +164,54 @@ def _domain_stats(latest: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str
 def _slope_ranking(
     statistic: str, domain: str, slopes: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
+    key = "slope_year" if statistic.endswith("_year") else "slope"
     rows = [
         {
             "patient": s["patient"],
-            "value": s["slope"],
+            "value": s[key],
             "slope_year": s["slope_year"],
+            "slope_visit": s["slope"],
             "n_visits": s["n_visits"],
         }
         for s in slopes
-        if s["domain"] == domain and s["slope"] is not None
+        if s["domain"] == domain and s[key] is not None
     ]
     if not rows:
         raise ValueError(
             "cohort slope statistics need at least 2 scored visits per patient; "
             "the selection has fewer (check the visit filter)"
         )
-    if statistic == "smallest_abs_slope":
+    if statistic.startswith("smallest_abs_slope"):
         for r in rows:
             r["abs_slope"] = abs(r["value"])
         return _ranked(rows, "abs_slope", descending=False)
-    return _ranked(rows, "value", descending=statistic == "steepest_slope")
+    return _ranked(rows, "value", descending=statistic.startswith("steepest_slope"))
 
 
-def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]) -> CohortAnswer:
+def _change_ranking(statistic: str, pts_of: dict[int, Points]) -> list[dict[str, Any]]:
+    """Change first -> latest scored assessment of each patient with >= 2 (issue 11)."""
+    rows = [
+        {
+            "patient": p,
+            "value": pts[-1][2] - pts[0][2],
+            "first_visit": pts[0][0],
+            "last_visit": pts[-1][0],
+            "n_visits": len(pts),
+        }
+        for p, pts in pts_of.items()
+        if len(pts) >= 2
+    ]
+    if not rows:
+        raise ValueError(
+            "cohort change statistics need at least 2 scored visits per patient; "
+            "the selection has fewer (check the visit filter)"
+        )
+    return _ranked(rows, "value", descending=statistic == "largest_change")
+
+
+def compute_cohort(
+    facts: Sequence[Fact], query: str, instruments: Sequence[str], statistic: str = ""
+) -> CohortAnswer:
     """Result.cohort = {statistic, domain, patient, value, ranking, ...} from the fact table."""
     by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
     for f in facts:
@@ -173,7 +243,8 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
                 slopes.append(slope_of(p, dom, pts).to_dict())
     domain_stats = _domain_stats(latest)
 
-    statistic, domain = choose_statistic(query, instruments)
+    flag = statistic
+    statistic, domain = choose_statistic(query, instruments, flag)
     if domain not in domain_stats:
         fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)
         if fallback is None:
@@ -192,6 +263,9 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
             if statistic == "mean"
             else ranking[0]
         )
+    elif statistic in CHANGE_STATS:
+        ranking = _change_ranking(statistic, {p: points(p, domain) for p in patients})
+        top = ranking[0]
     else:
         ranking = _slope_ranking(statistic, domain, slopes)
         top = ranking[0]
@@ -199,6 +273,9 @@ def compute_cohort(facts: Sequence[Fact], query: str, instruments: Sequence[str]
 
     out: CohortAnswer = {
         "statistic": statistic,
+        "statistic_flag": flag or None,
+        "first_visit": top.get("first_visit"),
+        "last_visit": top.get("last_visit"),
         "domain": domain,
         "label": STAT_LABELS[statistic].format(what=_what(domain)),
         "patient": top["patient"],
@@ -227,8 +304,25 @@ def _what(domain: str) -> str:
 
 
 def value_text(cohort: dict[str, Any]) -> str:
-    v = cohort["value"]
-    return fmt2(v) if cohort["statistic"] not in ("maximum", "minimum") else fmt(v)
+    return _row_value(cohort["statistic"], cohort, lead=True)
+
+
+def _row_value(stat: str, r: dict[str, Any], lead: bool = False) -> str:
+    """A ranked value as the ledger and the claim checker read it."""
+    v = r["value"]
+    if stat in ("maximum", "minimum"):
+        return fmt(v)
+    if stat in CHANGE_STATS:
+        if r.get("first_visit") is None:
+            return fmt_signed(v)
+        # "change" before the value: the checker reads a change between the two visits, not a
+        # ranked level ("rank 2: patient 5, 12" reads as the ranked score)
+        return f"change {fmt_signed(v)} from visit {r['first_visit']} to visit {r['last_visit']}"
+    if stat.endswith("_year"):
+        return f"{fmt2(v)} per year"
+    if stat in SLOPE_STATS and not lead:
+        return f"{fmt2(v)} per visit"
+    return fmt2(v)
 
 
 def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, str]:
@@ -241,15 +335,15 @@ def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, s
         stat = f"{c['label']}: patient {c['patient']}, {value_text(c)}{where}"
         if c["ties"]:
             stat += f" (tied: patients {', '.join(map(str, c['ties']))})"
-    slope_stat = c["statistic"] not in ("maximum", "minimum", "mean")
+    st = c["statistic"]
     lines = []
     for r in c["ranking"][:top_n]:
-        val = fmt2(r["value"]) if slope_stat else fmt(r["value"])
-        extra = (
-            f", {fmt2(r['slope_year'])} per year"
-            if slope_stat and r.get("slope_year") is not None
-            else ""
-        )
+        val = _row_value(st, r)
+        extra = ""
+        if st in SLOPE_STATS and not st.endswith("_year") and r.get("slope_year") is not None:
+            extra = f", {fmt2(r['slope_year'])} per year"
+        elif st.endswith("_year") and r.get("slope_visit") is not None:
+            extra = f", {fmt2(r['slope_visit'])} per visit"
         at = f" at visit {r['visit']}" if r.get("visit") else ""
         lines.append(f"rank {r['rank']}: patient {r['patient']}, {val}{extra}{at}")
     if len(c["ranking"]) > top_n:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine import clinical
 from engine.agents.cohort import cohort_node
 from engine.agents.comparison import comparison_node
 from engine.agents.domain import active_domains, domain_node
@@ -66,7 +67,12 @@ class Engine:
         if plan is not None:
             if not plan.query and query:
                 plan = Plan(
-                    plan.patients, plan.analysis, plan.instruments, plan.visit_filter, query
+                    plan.patients,
+                    plan.analysis,
+                    plan.instruments,
+                    plan.visit_filter,
+                    query,
+                    plan.statistic,
                 )
             return self.run(plan, **kw)
         on_node: OnNode | None = kw.get("on_node")
@@ -92,7 +98,12 @@ class Engine:
         check_patients(plan, known)
         if not plan.patients:
             plan = Plan(
-                tuple(known), plan.analysis, plan.instruments, plan.visit_filter, plan.query
+                tuple(known),
+                plan.analysis,
+                plan.instruments,
+                plan.visit_filter,
+                plan.query,
+                plan.statistic,
             )
         state = State(
             query=plan.query,
@@ -101,6 +112,7 @@ class Engine:
             trace=list(_pre or []),
             llm_calls=_planner_calls,
             planner_calls=_planner_calls,
+            excluded=self._excluded(plan.patients),
         )
         ctx = self.context
 
@@ -149,7 +161,17 @@ class Engine:
             claims={a: list(r.get("claims", [])) for a, r in state.guard_records.items()},
             series=[r for rows in state.series.values() for r in rows],
             slopes=slopes(state.series),
+            excluded_sessions=state.excluded,
+            courses=clinical.courses_json(state.courses),
+            summary_dense=state.summary_dense,
         )
+
+    def _excluded(self, patients: tuple[int, ...]) -> list[dict]:
+        """Sessions rejected at ingest for the plan's patients (issue 11: never dropped silently)."""
+        from kb_store.exclusions import for_patients
+
+        get = getattr(self.kb, "excluded_sessions", None)
+        return for_patients(get() if get else [], patients)
 
 
 def aggregate_verification(state: State) -> dict[str, Any]:

@@ -40,7 +40,7 @@ WHICH_PATIENT_RE = re.compile(
 )
 COHORT_WORDS_RE = re.compile(
     r"\b(highest|worst|lowest|best|fastest|slowest|most\s+stable|least\s+stable|stablest|average|"
-    r"mean|rank|ranking|top|most\s+improved|greatest|largest|smallest)\b",
+    r"mean|rank|ranking|top|most\s+improved|greatest|largest|smallest|steepest)\b",
     re.I,
 )
 COMPARE_RE = re.compile(
@@ -141,12 +141,35 @@ def parse_analysis(query: str, patients: Sequence[int], visit_filter: str) -> st
     return "trajectory"
 
 
+#: issue 11: progression wordings rank by slope (per year when the query says so), not by level
+SLOPE_RE = re.compile(
+    r"\b(steepest|fastest|quickest|most\s+rapid\w*|slope|progress\w*|"
+    r"(?:largest|greatest|biggest|fastest)\s+(?:increase|rise|worsening|decline)\s+"
+    r"(?:in\s+[\w\s-]+?\s+)?per\s+(?:visit|year))\b",
+    re.I,
+)
+PER_YEAR_RE = re.compile(r"\bper\s+year\b|\bper\s+annum\b|\byearly\b|\bannual\w*\b", re.I)
+CHANGE_RE = re.compile(
+    r"\b(largest|greatest|biggest)\s+(increase|rise|change|worsening)\b(?![^.?]*\bper\b)", re.I
+)
+
+
+def parse_statistic(query: str) -> str:
+    """Cohort statistic named by the query's words ("" = the cohort agent's keyword rules)."""
+    if SLOPE_RE.search(query):
+        return "slope_year" if PER_YEAR_RE.search(query) else "slope_visit"
+    if CHANGE_RE.search(query):
+        return "change"
+    return ""
+
+
 def parse_query(query: str) -> Plan:
     """Rule-based plan. Patients empty = every patient in the KB (also for 'all patients')."""
     patients = parse_patients(query)
     vf = parse_visit_filter(query)
     analysis = parse_analysis(query, patients, vf)
-    return Plan(patients, analysis, parse_instruments(query), vf, query)
+    stat = parse_statistic(query) if analysis == "cohort" else ""
+    return Plan(patients, analysis, parse_instruments(query), vf, query, stat)
 
 
 def check_patients(plan: Plan, known: Sequence[int]) -> Plan:

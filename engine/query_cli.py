@@ -80,6 +80,9 @@ def plan_from_args(args: argparse.Namespace, parsed: Plan | None) -> Plan | None
         over["instruments"] = _csv(args.instruments)
     if getattr(args, "visits", None):
         over["visit_filter"] = args.visits.strip().lower()
+    if getattr(args, "statistic", None):
+        over["statistic"] = args.statistic
+        over.setdefault("analysis", "cohort")
     if not over:
         return parsed
     base = parsed.to_dict() if parsed else {}
@@ -93,7 +96,8 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
     query = getattr(args, "query", "") or ""
     engine = open_engine(cfg)
     overrides = any(
-        getattr(args, k, None) for k in ("patients", "analysis", "instruments", "visits")
+        getattr(args, k, None)
+        for k in ("patients", "analysis", "instruments", "visits", "statistic")
     )
     if not query and not overrides:
         raise ValueError("ask needs a QUERY or plan flags (--patients, --analysis, ...)")

@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
+from engine import clinical
 from engine.course import series
 from engine.ledger import build_ledger
 from engine.state import NodeContext, State
@@ -100,6 +101,32 @@ def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], 
     raise ValueError(f"unknown visit filter {visit_filter!r}")
 
 
+def _select_per_instrument(
+    rows: Sequence[Fact], visit_filter: str
+) -> tuple[set[tuple[str, int]], list[str]]:
+    """(instrument, visit) pairs kept, and notes. Issue 11: "baseline", "latest" and first/last N
+    count each instrument's own assessments (baseline = the patient's first session of that
+    instrument, whatever its shared visit number); visit_N keeps the shared visit index."""
+    kept_all: set[tuple[str, int]] = set()
+    notes: list[str] = []
+    insts = sorted({f.instrument for f in rows})
+    for inst in insts:
+        own = sorted({f.visit for f in rows if f.instrument == inst})
+        if visit_filter.startswith("visit_"):
+            kept, _ = select_visits(own, visit_filter)
+        else:
+            idx, note = select_visits(list(range(1, len(own) + 1)), visit_filter)
+            kept = [own[k - 1] for k in idx]
+            if note:
+                notes.append(f"{inst}: {note}")
+        kept_all |= {(inst, v) for v in kept}
+    if visit_filter.startswith("visit_") and not kept_all:
+        _, note = select_visits(sorted({f.visit for f in rows}), visit_filter)
+        if note:
+            notes.append(note)
+    return kept_all, notes
+
+
 def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[Fact]]:
     """(OFF/untreated facts, ON-exam facts) of one patient's session documents."""
     rows: list[Fact] = []
@@ -128,10 +155,9 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
                 f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base."
             )
             continue
-        kept, note = select_visits([f.visit for f in rows], plan.visit_filter)
-        if note:
-            notes.append(f"Patient {p}: {note}.")
-        facts.extend(f for f in rows if f.visit in kept)
+        kept_all, inst_notes = _select_per_instrument(rows, plan.visit_filter)
+        notes += [f"Patient {p}: {n}." for n in inst_notes]
+        facts.extend(f for f in rows if (f.instrument, f.visit) in kept_all)
     if on_facts:
         n = len({(f.patient, f.visit) for f in on_facts})
         notes.append(
@@ -160,4 +186,10 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
     out = fetch_facts(state.plan, ctx.kb)
     out["series"] = series(out["facts"], ctx.contexts)
     out["ledger"] = build_ledger(out["facts"], out["series"], ctx.contexts)
+    # issue 11: the whole course per instrument, item findings, and the sessions excluded at
+    # ingest for the plan's patients, with the ledger rows the readable summary states
+    out.update(clinical.course_and_findings(out["facts"], ctx.contexts, state.plan.patients))
+    out["ledger"] = out["ledger"] + clinical.ledger_values(
+        out["courses"], out["findings"], state.excluded
+    )
     return out

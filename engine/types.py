@@ -12,6 +12,8 @@ from typing import Any, Literal, TypedDict
 Analysis = Literal["trajectory", "comparison", "cohort", "single_session"]
 ANALYSES: tuple[str, ...] = ("trajectory", "comparison", "cohort", "single_session")
 INSTRUMENTS: tuple[str, ...] = ("updrs", "pdq8")
+#: cohort statistic a plan may fix (issue 11; "" = chosen from the query's words)
+STATISTICS: tuple[str, ...] = ("latest", "change", "slope_visit", "slope_year", "mean")
 VISIT_FILTER_RE = re.compile(
     r"^(none|baseline|latest_visit|baseline_vs_latest|visit_[1-9]\d*|first_[1-9]\d*_visits|last_[1-9]\d*_visits)$"
 )
@@ -24,6 +26,7 @@ class Plan:
     instruments: tuple[str, ...] = ("updrs", "pdq8")
     visit_filter: str = "none"
     query: str = ""
+    statistic: str = ""  # cohort: latest | change | slope_visit | slope_year | mean; "" = auto
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "patients", tuple(int(p) for p in self.patients))
@@ -37,6 +40,10 @@ class Plan:
             raise ValueError(
                 f"instruments must be a non-empty subset of updrs, pdq8, got {list(self.instruments)}"
             )
+        if self.statistic and self.statistic not in STATISTICS:
+            raise ValueError(
+                f"statistic must be one of {', '.join(STATISTICS)}, got {self.statistic!r}"
+            )
         if not VISIT_FILTER_RE.match(self.visit_filter):
             raise ValueError(
                 "visit_filter must be none, baseline, latest_visit, baseline_vs_latest, visit_N, "
@@ -44,12 +51,15 @@ class Plan:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "patients": list(self.patients),
             "analysis": self.analysis,
             "instruments": list(self.instruments),
             "visit_filter": self.visit_filter,
         }
+        if self.statistic:
+            d["statistic"] = self.statistic
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], query: str = "") -> Plan:
@@ -59,6 +69,7 @@ class Plan:
             instruments=tuple(d.get("instruments") or ("updrs", "pdq8")),
             visit_filter=d.get("visit_filter", "none"),
             query=query,
+            statistic=d.get("statistic", "") or "",
         )
 
 
@@ -256,6 +267,9 @@ class CohortAnswer(TypedDict, total=False):
     domain, the top patient and value, the ranking, per-domain statistics, slopes and notes."""
 
     statistic: str
+    statistic_flag: str | None  # the plan's statistic (issue 11), None = chosen from the words
+    first_visit: int | None  # change statistics: the ranked change's visits
+    last_visit: int | None
     domain: str
     label: str
     patient: int | None
@@ -303,6 +317,11 @@ class Result:
     #: per-domain course rows (engine.course.SeriesRow.to_dict) and slopes the charts draw
     series: list[SeriesRow] = field(default_factory=list)
     slopes: list[Slope] = field(default_factory=list)
+    # issue 11: sessions left out at ingest for the plan's patients, the whole course per patient
+    # and instrument (engine.clinical_course), and the dense facts text kept for the Provenance page
+    excluded_sessions: list[dict[str, Any]] = field(default_factory=list)
+    courses: list[dict[str, Any]] = field(default_factory=list)
+    summary_dense: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -322,4 +341,7 @@ class Result:
             "claims": self.claims,
             "series": [r.to_dict() for r in self.series],
             "slopes": [s.to_dict() for s in self.slopes],
+            "excluded_sessions": self.excluded_sessions,
+            "courses": self.courses,
+            "summary_dense": self.summary_dense,
         }

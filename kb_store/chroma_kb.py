@@ -477,6 +477,12 @@ class ChromaKB:
         self._patients: list[int] | None = None
         self._open()
 
+    def excluded_sessions(self) -> list[dict]:
+        """Sessions rejected at ingest, written beside the KB at build (kb_store.exclusions)."""
+        from kb_store.exclusions import read_excluded
+
+        return read_excluded(self.kb_dir)
+
     @staticmethod
     def exists(
         kb_dir: str | Path, *, collection: str = DEFAULT_COLLECTION, chroma_url: str | None = None

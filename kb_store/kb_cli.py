@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from kb_store import synth as synth_mod
+from kb_store.exclusions import excluded_from_ingest, write_excluded
 from kb_store.ingest_report import IngestResult, format_report, report_dict
 from kb_store.settings import KBSettings
 
@@ -101,6 +102,8 @@ def build(args: argparse.Namespace, kb: KBSettings) -> int:
         )
     stats = kb.build(result.sessions)
     txt, js = write_reports(result, Path(kb.kb_dir))
+    # issue 11: the sessions rejected at ingest, for every answer that names their patient
+    write_excluded(excluded_from_ingest(result, resolve_sources(args.source)), Path(kb.kb_dir))
     print(f"full validation report: {txt} (JSON: {js})")
     print(stats.line())
     return 0

@@ -26,8 +26,13 @@ class KBReader(Protocol):
 class InMemoryKB:
     """A KBReader over a list of documents; used by unit tests and the dashboard's fake engine."""
 
-    def __init__(self, docs: Sequence[KBDoc]):
+    def __init__(self, docs: Sequence[KBDoc], excluded: Sequence[dict] = ()):
         self._docs = {d.id: d for d in docs}
+        self._excluded = list(excluded)
+
+    def excluded_sessions(self) -> list[dict]:
+        """Sessions rejected at ingest (kb_store.exclusions rows)."""
+        return list(self._excluded)
 
     def patient_ids(self) -> list[int]:
         return sorted({int(d.metadata["proj_id"]) for d in self._docs.values()})

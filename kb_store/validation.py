@@ -90,7 +90,11 @@ RULES: dict[str, tuple[str, str]] = {
     "total_mismatch": ("warning", "a total column in the file differs from the item sum"),
     "duplicate_session": (
         "error",
-        "same patient, date, instrument (and condition): later row rejected",
+        "same patient, date, instrument (and condition) with identical items: later row rejected",
+    ),
+    "same_day_sessions": (
+        "warning",
+        "two sessions of one instrument on one day whose items differ: separate assessments",
     ),
     # PPMI
     "ppmi_missing_event": ("error", "blank EVENT_ID in a PPMI row"),
@@ -263,34 +267,26 @@ def duplicate_key(s: Session) -> tuple:
 
 
 def reject_duplicates(sessions: list[Session]) -> tuple[list[Session], list[ValidationIssue]]:
-    """Keep the first session (in input order) per patient+date+instrument+condition."""
+    """Reject a session identical (same items) to an earlier one of the same patient, date,
+    instrument and condition. Same-day sessions whose items differ are separate assessments:
+    kept here, ordered by source row and warned about by kb_store.visits (issue 11)."""
     first: dict[tuple, Session] = {}
     kept: list[Session] = []
     issues: list[ValidationIssue] = []
     for s in sessions:
-        key = duplicate_key(s)
+        key = (*duplicate_key(s), tuple(sorted(s.items.items())))
         if key not in first:
             first[key] = s
             kept.append(s)
             continue
         k = first[key]
-        diffs = [
-            f"{c} {fmt(k.items.get(c))} vs {fmt(s.items.get(c))}"
-            for c in sorted(set(k.items) | set(s.items))
-            if k.items.get(c) != s.items.get(c)
-        ]
-        what = (
-            "identical items"
-            if not diffs
-            else f"{len(diffs)} items differ ({'; '.join(diffs[:5])}{'; ...' if len(diffs) > 5 else ''})"
-        )
         cond = f" {s.condition}" if s.condition else ""
         issues += reject_session(
             s,
             "duplicate_session",
             None,
             f"patient {s.proj_id}: a second {s.instrument}{cond} session on {s.date.isoformat()}; "
-            f"{what}; the first ({k.source.file} row {k.source.row}) is kept",
+            f"identical items; the first ({k.source.file} row {k.source.row}) is kept",
         )
     return kept, issues
 

@@ -9,7 +9,9 @@ The rule (docs/data-ingest.md "Visits"):
    Otherwise it opens a new visit anchored at its own date. With window 0 only same-day sessions of
    different instruments share a visit.
 3. Two sessions of the SAME instrument (and condition) are never merged: the second opens a new visit
-   even when it falls inside the window (reported as info `same_instrument_in_window`). A PPMI OFF and
+   even when it falls inside the window (reported as info `same_instrument_in_window`). Two on the
+   SAME day whose items differ (identical ones were rejected as duplicates) are separate
+   assessments in source-row order, reported as the warning `same_day_sessions` (issue 11). A PPMI OFF and
    ON exam of one event are different conditions, so they share a visit.
 4. Visits are numbered 1..N_p in date order (1 = baseline).
 Every join across different dates is reported as an info line (same-day joins are only counted, in
@@ -70,7 +72,30 @@ def assign_visits(
                 if within and not clash:
                     cur.append(s)
                     continue
-                if within and clash and s.date != anchor.date:
+                twin = next(
+                    (
+                        o
+                        for o in cur
+                        if o.instrument == s.instrument
+                        and o.condition == s.condition
+                        and o.date == s.date
+                    ),
+                    None,
+                )
+                if twin is not None:
+                    issues.append(
+                        issue(
+                            s.source.file,
+                            s.source.row,
+                            None,
+                            "same_day_sessions",
+                            f"patient {pid}: a second {_label(s)} session on {s.date.isoformat()} "
+                            f"whose items differ from {twin.source.file} row {twin.source.row}: "
+                            f"kept as a separate assessment (visit {len(visits) + 1}), ordered "
+                            "after it by source row",
+                        )
+                    )
+                elif within and clash and s.date != anchor.date:
                     issues.append(
                         issue(
                             s.source.file,

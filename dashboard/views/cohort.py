@@ -13,6 +13,8 @@ QUESTIONS = [
     "Which patient has the highest total UPDRS burden?",
     "Which patient has the lowest total UPDRS burden?",
     "Which patient's motor score is worsening fastest?",
+    "Which patient has the steepest motor slope per visit?",
+    "Rank patients by motor progression",
     "Which patient's ADL score is worsening fastest?",
     "Which patient's non-motor score is worsening fastest?",
     "Which patient's quality of life (PDQ-8) is worsening fastest?",
@@ -43,9 +45,22 @@ with st.container(border=True, key="plan_box"):
         key="cohort_patients",
         bind="query-params",
     )
+    statistic = st.selectbox(
+        "Rank by",
+        widgets.STATISTIC_CHOICES,
+        format_func=lambda k: widgets.STATISTIC_LABELS[k],
+        key="statistic",
+        bind="query-params",
+        help="What the ranking uses; 'from the question' lets the question's words decide",
+    )
     instruments, visit_filter = widgets.common_widgets()
     plan = widgets.make_plan(
-        sorted(subset), "cohort", instruments, visit_filter, query=question or ""
+        sorted(subset),
+        "cohort",
+        instruments,
+        visit_filter,
+        query=question or "",
+        statistic=statistic or "",
     )
     widgets.ask_box(handle, "cohort", "question", ANALYSES)
 result = widgets.run_step(handle, plan, "cohort")
@@ -57,6 +72,7 @@ left, right = st.columns([2, 3], gap="large")
 with left:
     render.summary_panel(result)
     render.flags_panel(result)
+    render.excluded_panel(result)
     render.screening_notes(result)
 answer, ranking, stats = tables.cohort_frames(result.cohort)
 with right:

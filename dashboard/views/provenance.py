@@ -34,6 +34,10 @@ with c1:
         st.caption(f"Query: {result.plan.query}")
 with c2:
     render.summary_panel(result)
+    dense = getattr(result, "summary_dense", "")
+    if dense and dense != result.summary:
+        with st.expander("Dense facts text (every visit, as the engine's facts backend lists it)"):
+            st.text(dense)
 
 links = link_numbers(result)
 st.subheader(f"Numbers in the summary ({len(links)})")

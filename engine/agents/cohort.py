@@ -30,7 +30,9 @@ def cohort_request(
 
 def cohort_node(state: State, ctx: NodeContext) -> dict:
     """The cohort statistics (added to the ledger), then G = the text that explains mu."""
-    cohort = compute_cohort(state.facts, state.query, state.plan.instruments)
+    cohort = compute_cohort(
+        state.facts, state.query, state.plan.instruments, statistic=state.plan.statistic
+    )
     ledger = state.ledger + cohort_values(cohort)
     gen = Generation(state, ctx, ledger)
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])

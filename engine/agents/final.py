@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine import facts_text
+from engine import clinical, facts_text
 from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.contexts import Contexts
 from engine.course import fmt, render_series_table
@@ -85,7 +85,8 @@ def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
     for f in facts:
         prof = load_profile(f.profile)
         for rule in ctx.red_flags:
-            for code in rule.items.get(f.profile, ()):
+            codes = rule.items.get(f.profile, ())
+            for code in tuple(f.items) if codes == ("*",) else codes:  # "*": every item
                 val = f.items.get(code)
                 if code not in f.items or val is None or val < rule.min:
                     continue
@@ -178,7 +179,8 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     """Score table T, flags, mode dispatch, the verified synthesis, screening and the note."""
     flags: Flags = {
         "incongruence": incongruence_flags(state.facts, ctx.contexts),
-        "red_flags": red_flags(state.facts, ctx.contexts),
+        # issue 11: threshold rules plus new onset (engine.findings)
+        "red_flags": clinical.all_red_flags(red_flags(state.facts, ctx.contexts), state.findings),
     }
     mode = dispatch_mode(
         state.plan.analysis,
@@ -194,6 +196,11 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         flags=flags,
         cohort=state.cohort,
     )
+    dense = fallback
+    if mode == "trajectory":  # issue 11: the readable text; the dense form stays for QA
+        fallback = clinical.readable_trajectory(state, ctx.contexts)
+    elif state.excluded:
+        fallback = fallback + "\n\n" + clinical.excluded_text(state.excluded)
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)
@@ -209,6 +216,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         "flags": flags,
         "mode": mode,
         "summary": summary,
+        "summary_dense": dense,
         "prompts": {**state.prompts, "final": prompt_text(req)},
         "screening": list(screening),
         **gen.changes(),

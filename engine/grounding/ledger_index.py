@@ -17,6 +17,7 @@ class LedgerIndex:
         self.patients = {f.patient for f in self.ledger if f.patient is not None}
         self.visits: dict[int | None, set[int]] = {}
         self.dates: dict[int | None, dict[str, int | None]] = {}
+        shared_day: set[tuple[int | None, str]] = set()
         self.items_known = {f.item for f in self.ledger if f.kind == "item" and f.item}
         for f in self.ledger:
             if f.visit is not None:
@@ -26,8 +27,18 @@ class LedgerIndex:
                 self.visits.setdefault(f.patient, set()).add(int(f.value))
                 self.visits.setdefault(None, set()).add(int(f.value))
             if f.date:
-                self.dates.setdefault(f.patient, {})[f.date] = f.visit
-                self.dates.setdefault(None, {})[f.date] = f.visit
+                for key in (f.patient, None):
+                    seen = self.dates.setdefault(key, {})
+                    if (key, f.date) in shared_day:
+                        continue
+                    old = seen.get(f.date)
+                    if old is not None and f.visit is not None and old != f.visit:
+                        # two visits on one day (issue 11: same-day sessions whose items differ
+                        # are separate assessments): the date names neither visit alone
+                        shared_day.add((key, f.date))
+                        seen[f.date] = None
+                    else:
+                        seen[f.date] = f.visit if f.visit is not None else old
         self.tokens = ledger_tokens(self.ledger)
         self._by_kind: dict[str, list[FactValue]] = {}
         self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}

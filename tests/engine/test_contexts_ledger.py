@@ -82,14 +82,16 @@ def test_facts_text_states_numbers_with_context():
         "+6 from baseline (worsened; at or above MCID 4.63)."
     ) in r.narratives["motor"]
     assert "no verified minimal clinically important difference" in r.narratives["qol"].lower()
+    # issue 11: the trajectory summary is the readable text; the dense form is kept for QA
     assert (
         "Red-flag items: patient 1, visit 4: non-motor item Hallucinations and psychosis 2"
-        in r.summary
+        in r.summary_dense
     )
     assert (
         "Domains to monitor most closely: patient 1 motor (worsened at or above MCID 4.63"
-        in r.summary
+        in r.summary_dense
     )
+    assert "Red flag (current): hallucinations and psychosis at or above 2 at visit 4" in r.summary
 
 
 def test_every_facts_backend_number_is_in_the_ledger():

@@ -16,6 +16,7 @@ from engine.config import REPO_ROOT
 from engine.grounding.guard import guard_text
 from engine.pipeline import Engine
 from kb_store.documents import build_documents
+from kb_store.profiles import load_profile
 from kb_store.reader import InMemoryKB
 
 DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
@@ -58,20 +59,11 @@ def test_marag_profile_handling(engine):
     assert "No published severity cut-offs apply to the motor domain" in motor
     assert "reference value borrowed from the MDS-UPDRS" in motor
     assert "(mild)" not in motor and "(moderate)" not in motor
-    codes = {
-        x["item"]
-        for x in engine.ask("Which patient has the highest UPDRS score?").flags["red_flags"]
+    rows = engine.ask("Which patient has the highest UPDRS score?").flags["red_flags"]
+    marag_codes = {i.code for i in load_profile("marag-updrs44").items} | {
+        f"PDQ8_{i}" for i in range(1, 9)
     }
-    assert codes and codes <= {
-        "HALLUCINATION",
-        "COGNITION",
-        "DEPRESSED",
-        "LIGHT_HEADED",
-        "CHEW_SWALLOW_PROB",
-        "SWALLOW_PROB",
-        "WALKING_PROB",
-        "FREEZE_GAIT_PROB",
-        "GAIT_PROB",
-        "POS_STABILITY_PROB",
-        *(f"PDQ8_{i}" for i in range(1, 9)),
-    }
+    assert rows and {x["item"] for x in rows} <= marag_codes
+    # issue 11: any item at 4 is a red flag; every other row meets its rule's threshold
+    assert all(x["value"] >= x["threshold"] for x in rows)
+    assert {"falls", "severe_item", "hallucinations_new_onset"} <= {x["rule"] for x in rows}

@@ -144,13 +144,15 @@ def test_outlier_needs_two_other_sessions(write_generic, h):
 
 
 def test_duplicate_session_keeps_first(write_generic, h):
+    """Issue 11: only identical same-day rows are duplicates; differing ones are kept, warned."""
     rows = [h.generic_row(1, "2021-03-15"), h.generic_row(1, "2021/03/15", updrs=2, pdq=1)]
     r = load([write_generic(rows)])
-    dups = rules(r, "duplicate_session")
-    assert len(dups) == 2  # updrs differs, pdq8 identical
-    assert any("identical items" in d.message for d in dups)
-    assert any("items differ" in d.message for d in dups)
-    assert {s.source.row for s in r.sessions} == {2}
+    (dup,) = rules(r, "duplicate_session")  # pdq8 identical
+    assert "identical items" in dup.message and dup.row == 3
+    (same,) = rules(r, "same_day_sessions")  # updrs differs: a separate assessment
+    assert same.severity == "warning" and same.row == 3
+    updrs = sorted((s.visit, s.source.row) for s in r.sessions if s.instrument == "updrs")
+    assert updrs == [(1, 2), (2, 3)]
 
 
 def test_unknown_and_ignored_columns(write_generic, h):

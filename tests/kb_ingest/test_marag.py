@@ -133,7 +133,7 @@ def test_real_counts(real, h):
     assert len(up) + u["rows_rejected"] == 171 and len(pq) + p["rows_rejected"] == 151
     rejected = {(i.file, i.row): i.rule for i in r.issues if i.severity == "error"}
     assert len(rejected) == u["rows_rejected"] + p["rows_rejected"]
-    assert len(up) == 166 and len(pq) == 149
+    assert len(up) == 168 and len(pq) == 150  # same-day sessions that differ are kept (issue 11)
     assert len({s.proj_id for s in up}) == 46 and len({s.proj_id for s in pq}) == 43
     assert h.unaccounted(r, [shared / n for n in REAL]) == []
     assert all(s.profile == "marag-updrs44" for s in up)
@@ -146,7 +146,8 @@ def test_real_quirks_reported(real):
     assert d1946.file == "UPDRS_one2one_summaries.csv" and d1946.column == "SESSION_DATE"
     (d2000,) = rules(r, "date_outlier")
     assert "patient 45" in d2000.message and "2000-05-04" in d2000.message
-    assert {i.row for i in rules(r, "duplicate_session")} == {101, 124, 21, 123}
+    assert {i.row for i in rules(r, "duplicate_session")} == {21}  # identical items only
+    assert {i.row for i in rules(r, "same_day_sessions")} == {101, 124, 123}
     assert not rules(r, "unknown_column") and not rules(r, "unaccounted_row")
     # patient 45 keeps its plausible sessions
     assert sorted(
@@ -163,4 +164,4 @@ def test_real_visits_and_report(real):
     d = report_dict(r)
     json.dumps(d)
     assert d["rules"]["implausible_date"]["count"] == 2
-    assert d["stats"]["sessions"] == 315
+    assert d["stats"]["sessions"] == 318  # 3 same-day sessions whose items differ are kept

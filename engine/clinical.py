@@ -1,0 +1,101 @@
+"""Glue between the pipeline and the issue-11 clinical modules (engine.clinical_course, engine.findings,
+engine.readable_text): one call per pipeline step, so the nodes stay small and the clinical code
+stays in its own modules whatever the node layout."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.clinical_course import compute_courses, course_values, courses_json  # noqa: F401
+from engine.contexts import Contexts
+from engine.findings import Findings, findings_values, patient_findings
+from engine.readable_text import excluded_sentence, patient_summary
+from engine.types import Fact, FactValue
+
+
+def course_and_findings(
+    facts: Sequence[Fact], ctx: Contexts, patients: Sequence[int]
+) -> dict[str, Any]:
+    """State fields `courses` and `findings` (findings before red-flag rows: rises, negatives)."""
+    from engine.agents.final import red_flags
+
+    courses = compute_courses(facts, ctx)
+    rows = red_flags(facts, ctx)
+    present = {f.patient for f in facts}
+    findings = {p: patient_findings(p, facts, rows, ctx) for p in patients if p in present}
+    return {"courses": courses, "findings": findings}
+
+
+def ledger_values(
+    courses: Mapping, findings: Mapping[int, Findings], excluded: Sequence[Mapping] = ()
+) -> list[FactValue]:
+    onset = {
+        r["rule"]: r["threshold"] for fd in findings.values() for r in fd.new_onset
+    }  # new-onset rules: "at or above 1" after zero at every earlier assessment
+    thresholds = [
+        FactValue(
+            "threshold",
+            float(v),
+            item=f"red_flag_{rule}",
+            label="new onset: first rating at or above",
+            source="contexts/thresholds.json findings.new_onset",
+        )
+        for rule, v in onset.items()
+    ]
+    return (
+        course_values(dict(courses))
+        + findings_values(findings)
+        + excluded_values(excluded)
+        + thresholds
+    )
+
+
+def excluded_values(rows: Sequence[Mapping[str, Any]]) -> list[FactValue]:
+    """Date parts of the sessions excluded at ingest, so the sentence naming them is checkable
+    (visit None: they belong to no visit)."""
+    from kb_store.dates import DateParseError, parse_date
+
+    out = []
+    for r in rows:
+        raw = str(r.get("date", "")).split(" ")[0]
+        try:
+            d = parse_date(raw).date
+        except (DateParseError, ValueError):
+            continue
+        for lab, x in (("year", d.year), ("month", d.month), ("day", d.day)):
+            out.append(
+                FactValue(
+                    "date",
+                    float(x),
+                    r.get("patient"),
+                    None,
+                    date=d.isoformat(),
+                    label=f"{lab} of a session excluded at ingest ({r.get('rule')})",
+                    source=f"{r.get('file')}:{r.get('row')}",
+                )
+            )
+    return out
+
+
+def all_red_flags(rows: list[dict], findings: Mapping[int, Findings]) -> list[dict]:
+    """Threshold red flags plus new-onset rows, in patient, visit, item order."""
+    extra = [r for fd in findings.values() for r in fd.new_onset]
+    return sorted([*rows, *extra], key=lambda r: (r["patient"], r["visit"], r["item"]))
+
+
+def readable_trajectory(st: Any, ctx: Contexts) -> str:
+    paras = [
+        patient_summary(p, st.courses, st.findings[p], ctx, st.excluded)
+        for p in st.plan.patients
+        if p in st.findings
+    ]
+    missing = [p for p in st.plan.patients if p not in st.findings]
+    ex = [e for e in st.excluded if e.get("patient") in missing]
+    if ex:
+        paras.append(excluded_text(ex))
+    return "\n\n".join(paras)
+
+
+def excluded_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    return excluded_sentence(rows)

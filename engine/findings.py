@@ -1,0 +1,250 @@
+"""Item-level findings of one patient: what a clinician reports beyond the domain scores.
+
+Owns (issue 11 points 3-5), computed in code from the fact table F and the red-flag rows:
+- items at or above `findings.high_item_min` (3 = moderate / often) at the latest assessment of
+  each instrument, with the anchor word of the scale (contexts/thresholds.json `item_anchors`);
+- items up `findings.item_rise_min` (2) points or more since the instrument's first assessment;
+- new onset (`findings.new_onset`): an item at 0 at every earlier assessment and >= 1 now;
+- red flags grouped per item and rule, each current (present at the latest assessment of its
+  instrument) or resolved;
+- pertinent negatives: the safety items (`findings.pertinent_negatives`) scored 0 at the latest
+  assessment.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.clinical_course import course_rules
+from engine.contexts import Contexts
+from engine.types import Fact
+from kb_store.profiles import load_profile
+
+
+@dataclass(frozen=True)
+class ItemFinding:
+    patient: int
+    instrument: str
+    domain: str
+    item: str
+    label: str
+    value: float
+    visit: int
+    word: str  # anchor word of the value
+    first_value: float | None = None  # for rises: the value at the first assessment
+    first_visit: int | None = None
+
+
+@dataclass
+class FlagGroup:
+    patient: int
+    rule: str
+    label: str
+    item: str
+    item_label: str
+    domain: str
+    visits: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    threshold: float = 0
+    current: bool = False
+    why: str = ""
+    source: str = ""
+
+
+@dataclass
+class Findings:
+    high: list[ItemFinding] = field(default_factory=list)
+    rises: list[ItemFinding] = field(default_factory=list)
+    new_onset: list[dict[str, Any]] = field(default_factory=list)  # red-flag shaped rows
+    flags: list[FlagGroup] = field(default_factory=list)
+    negatives: list[tuple[str, str, int]] = field(default_factory=list)  # (code, words, visit)
+
+
+def anchor_word(rules: Mapping[str, Any], instrument: str, value: float) -> str:
+    words = rules["findings"]["item_anchors"]["pdq8" if instrument == "pdq8" else "updrs"]["words"]
+    i = int(round(value))
+    return words[i] if 0 <= i < len(words) else ""
+
+
+def _latest_by_instrument(facts: Sequence[Fact]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in facts:
+        out[f.instrument] = max(out.get(f.instrument, 0), f.visit)
+    return out
+
+
+def new_onset_rows(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
+    """Red-flag rows for new onset: 0 at every earlier assessment (at least one), >= 1 now."""
+    rules = course_rules(str(ctx.directory))["findings"]["new_onset"]
+    out = []
+    by: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+    for f in facts:
+        by[(f.patient, f.profile)].append(f)
+    for (p, prof), fs in by.items():
+        fs = sorted(fs, key=lambda f: f.visit)
+        for rule in rules:
+            for code in rule["items"].get(prof, ()):
+                seen = [(f, f.items.get(code)) for f in fs if f.items.get(code) is not None]
+                for k, (f, x) in enumerate(seen):
+                    if k == 0 or x < 1:  # type: ignore[operator]
+                        continue
+                    if all(y == 0 for _, y in seen[:k]):
+                        out.append(
+                            {
+                                "patient": p,
+                                "visit": f.visit,
+                                "date": f.date,
+                                "domain": f.domain,
+                                "item": code,
+                                "item_label": load_profile(prof).item(code).label,
+                                "value": x,
+                                "threshold": 1,
+                                "rule": rule["id"],
+                                "label": rule["label"],
+                                "why": rule["why"],
+                                "source": rule["source"],
+                            }
+                        )
+                    break
+    return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
+
+
+def patient_findings(
+    patient: int,
+    facts: Sequence[Fact],
+    red_flag_rows: Sequence[Mapping[str, Any]],
+    ctx: Contexts,
+) -> Findings:
+    rules = course_rules(str(ctx.directory))
+    fr = rules["findings"]
+    mine = [f for f in facts if f.patient == patient]
+    latest = _latest_by_instrument(mine)
+    out = Findings()
+    hi_min = float(fr["high_item_min"])
+    rise_min = float(fr["item_rise_min"])
+    by_inst: dict[str, list[Fact]] = defaultdict(list)
+    for f in mine:
+        by_inst[f.instrument].append(f)
+    for inst, fs in by_inst.items():
+        fs = sorted(fs, key=lambda f: f.visit)
+        prof = load_profile(fs[0].profile)
+        last_v = latest[inst]
+        for f in fs:
+            if f.visit != last_v:
+                continue
+            for code, x in f.items.items():
+                if x is not None and x >= hi_min:
+                    out.high.append(
+                        ItemFinding(
+                            patient,
+                            inst,
+                            f.domain,
+                            code,
+                            prof.item(code).label,
+                            x,
+                            f.visit,
+                            anchor_word(rules, inst, x),
+                        )
+                    )
+                first = next(
+                    (
+                        (g.visit, g.items.get(code))
+                        for g in fs
+                        if g.domain == f.domain and g.items.get(code) is not None
+                    ),
+                    None,
+                )
+                if (
+                    x is not None
+                    and first is not None
+                    and first[0] != f.visit
+                    and x - first[1] >= rise_min  # type: ignore[operator]
+                ):
+                    out.rises.append(
+                        ItemFinding(
+                            patient,
+                            inst,
+                            f.domain,
+                            code,
+                            prof.item(code).label,
+                            x,
+                            f.visit,
+                            anchor_word(rules, inst, x),
+                            first[1],
+                            first[0],
+                        )
+                    )
+        neg = dict((c, w) for c, w in fr["pertinent_negatives"]["items"].get(fs[0].profile, []))
+        for f in fs:
+            if f.visit == last_v:
+                for code, words in neg.items():
+                    if f.items.get(code) == 0:
+                        out.negatives.append((code, words, f.visit))
+    out.new_onset = [r for r in new_onset_rows(mine, ctx)]
+    groups: dict[tuple[str, str], FlagGroup] = {}
+    inst_of = {f.doc_id: f.instrument for f in mine}
+    visit_inst = {(f.visit, f.domain): f.instrument for f in mine}
+    for r in [*red_flag_rows, *out.new_onset]:
+        if r["patient"] != patient:
+            continue
+        key = (r["rule"], r["item"])
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = FlagGroup(
+                patient,
+                r["rule"],
+                r["label"],
+                r["item"],
+                r["item_label"],
+                r["domain"],
+                threshold=r["threshold"],
+                why=r["why"],
+                source=r["source"],
+            )
+        g.visits.append(r["visit"])
+        g.values.append(r["value"])
+        inst = visit_inst.get((r["visit"], r["domain"]))
+        if inst is not None and latest.get(inst) == r["visit"]:
+            g.current = True
+    del inst_of
+    out.flags = sorted(groups.values(), key=lambda g: (not g.current, g.visits[0], g.item))
+    return out
+
+
+def findings_values(all_findings: Mapping[int, Findings]) -> list:
+    """Ledger rows for the item rises the text states (change of an item since its first
+    assessment: kind cumulative with the item code)."""
+    from engine.types import FactValue
+
+    out = []
+    for fd in all_findings.values():
+        for r in fd.rises:
+            out.append(
+                FactValue(
+                    "cumulative",
+                    r.value - (r.first_value or 0),
+                    r.patient,
+                    r.visit,
+                    r.domain,
+                    r.item,
+                    label=f"item change from visit {r.first_visit}",
+                    source="computed",
+                )
+            )
+            if r.first_visit == r.visit - 1:  # the checker reads "since the previous visit"
+                out.append(
+                    FactValue(
+                        "delta",
+                        r.value - (r.first_value or 0),
+                        r.patient,
+                        r.visit,
+                        r.domain,
+                        r.item,
+                        label=f"item change from visit {r.first_visit}",
+                        source="computed",
+                    )
+                )
+    return out

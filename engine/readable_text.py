@@ -1,0 +1,323 @@
+"""The readable trajectory summary (issue 11 point 11): what a movement-disorder clinician signs.
+
+Deterministic prose over engine.clinical_course (framing, whole course per domain, implausible zeros) and
+engine.findings (item findings, red flags, pertinent negatives). Style: short sentences, one
+paragraph per domain, the patient named once, clinical words first and numbers in parentheses.
+Every number is a ledger value written so the claim checker reads its context: a domain word in
+every sentence with a number, a visit written after each value, red flags one per paragraph (the
+checker orders visits per paragraph). The dense form (engine.facts_text.trajectory_text) stays
+available for the Provenance page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.clinical_course import DomainCourse, InstrumentCourse, iter_courses
+from engine.contexts import Contexts
+from engine.course import fmt, fmt2, fmt_signed
+from engine.findings import Findings
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS
+
+INSTRUMENT_WORDS = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
+PART_WORDS = {
+    "nonmotor": "Non-motor experiences (Part I)",
+    "adl": "Motor experiences of daily living (ADL, Part II)",
+    "motor": "Motor examination (Part III)",
+    "qol": "Quality of life (PDQ-8)",
+}
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def _dom(d: str) -> str:
+    return "UPDRS total" if d == "total" else DOMAIN_WORDS[d]
+
+
+def _direction(dc: DomainCourse) -> str:
+    c = dc.change
+    if c is None:
+        return ""
+    if dc.all_zero:
+        return "zero on every item at every assessment while other parts were not: possibly not examined or missing data"
+    if dc.domain == "total" and dc.zero_suspect and dc.last.visit in dc.zero_suspect:
+        return "parts scored zero at the latest assessment, so this change may reflect missing data rather than a real change"
+    if dc.zero_suspect and dc.last.visit in dc.zero_suspect:
+        return "zero at the latest assessment after non-zero scores: possibly missing data, not improvement"
+    if c.mcid is None:
+        word = {"worsened": "worse", "improved": "better", "unchanged": "unchanged"}[c.label]
+        return f"{word} overall" if c.label != "unchanged" else "unchanged overall"
+    if c.label == "stable":
+        lean = (
+            "slightly higher" if c.value > 0 else "slightly lower" if c.value < 0 else "unchanged"
+        )
+        return f"no clinically meaningful change ({lean}, below the MCID)"
+    return (
+        "clinically meaningful worsening"
+        if c.label == "worsened"
+        else "clinically meaningful improvement"
+    )
+
+
+def _framing(ic: InstrumentCourse) -> list[str]:
+    inst = INSTRUMENT_WORDS[ic.instrument]
+    span = f"from {ic.dates[0]} to {ic.dates[-1]}" if len(ic.visits) > 1 else f"on {ic.dates[0]}"
+    if ic.n > 1 and ic.dates[0] == ic.dates[-1]:
+        span = f"on {ic.dates[0]} (same day, kept as separate assessments in source-row order)"
+    which = ""
+    if ic.n > 1 and ic.visits[0] != 1:
+        # visit numbers are shared across instruments: say which visits are this instrument's
+        which = f" (visits {', '.join(map(str, ic.visits[:-1]))} and {ic.visits[-1]})"
+    sents = (
+        [f"{inst}: {ic.n} assessments{which} {span}."]
+        if ic.n > 1
+        else [
+            f"{inst}: one assessment {span} (visit {ic.visits[0]}), so no course can be described."
+        ]
+    )
+    tot = ic.domains.get("total")
+    if tot is not None and ic.n > 1 and len(tot.points) > 1:
+        d = ("a fluctuating course, " if tot.fluctuating else "") + _direction(tot)
+        sents.append(
+            "The UPDRS total (Parts I+II+III) went "
+            + ", ".join(f"{fmt(p.score)} (visit {p.visit})" for p in tot.points)
+            + f" (change {fmt_signed(tot.change.value if tot.change else 0)}): {d}."
+        )
+        sub = [
+            dc
+            for k, dc in ic.domains.items()
+            if k != "total" and dc.change is not None and dc.change.label != "worsened"
+        ]
+        if (
+            tot.change is not None
+            and tot.change.value > 0
+            and not tot.zero_suspect
+            and len(sub) == len([k for k in ic.domains if k != "total"])
+        ):
+            sents.append(
+                "The UPDRS total rose although no part reached its own MCID: a consistent "
+                "sub-threshold worsening."
+            )
+    if ic.instrument == "pdq8" and "qol" in ic.domains:
+        q = ic.domains["qol"]
+        pts = [q.first, q.last] if len(q.points) > 1 else [q.last]
+        sents.append(
+            "PDQ-8 Summary Index "
+            + "; ".join(f"at visit {p.visit}, {fmt2(ic.si[p.visit])} SI" for p in pts)
+            + "."
+        )
+    if ic.zero_sessions:
+        sents.append(
+            f"\n\nPossible missing data: every {inst} item scored zero at "
+            f"{_where(ic.zero_sessions)} after a non-zero course; changes to it are not read as "
+            "improvement."
+        )
+    return sents
+
+
+def _domain_paragraph(dc: DomainCourse, ctx: Contexts) -> str:
+    w = _dom(dc.domain)
+    head = PART_WORDS[dc.domain]
+    band = ""
+    if dc.band:
+        band = f" {dc.band} at the latest assessment" + (
+            " (reference band)" if dc.band_basis == "reference" else ""
+        )
+    if len(dc.points) < 2:
+        return f"{head}:{band} ({w} {fmt(dc.last.score)} at visit {dc.last.visit})."
+    c = dc.change
+    sents = []
+    course_word = "a fluctuating course; " if dc.fluctuating else ""
+    events: list[tuple[int, int, str]] = [
+        (dc.first.visit, 0, f"{fmt(dc.first.score)} at visit {dc.first.visit}")
+    ]
+    if dc.peak is not None:
+        events.append(
+            (dc.peak.visit, 1, f"a peak of {fmt(dc.peak.score)} at visit {dc.peak.visit}")
+        )
+    if dc.trough is not None:
+        events.append(
+            (dc.trough.visit, 1, f"a low of {fmt(dc.trough.score)} at visit {dc.trough.visit}")
+        )
+    if dc.swing is not None and len(dc.points) > 2:
+        a, b, d = dc.swing
+        events.append(
+            (
+                b.visit,
+                2 if b.visit == dc.last.visit else 1,
+                f"the largest swing {fmt_signed(d)} from visit {a.visit} to visit {b.visit}",
+            )
+        )
+    events.append((dc.last.visit, 3, f"{fmt(dc.last.score)} at visit {dc.last.visit}"))
+    events.sort(key=lambda e: (e[0], e[1]))
+    mcid_txt = ""
+    if c is not None and c.mcid is not None:
+        mcid_txt = f", MCID {fmt(abs(c.mcid))}"
+    sents.append(
+        f"{head}:{band + ';' if band else ''} {course_word}{_direction(dc)}. "
+        f"{_cap(w)} went "
+        + ", ".join(e[2] for e in events)
+        + f" (change {fmt_signed(c.value if c else 0)}{mcid_txt})."
+    )
+    if dc.slope_visit is not None:
+        per_year = f", {fmt_signed(dc.slope_year)} per year" if dc.slope_year is not None else ""
+        sents.append(f"{_cap(w)} trend: {fmt_signed(dc.slope_visit)} per visit{per_year}.")
+    text = " ".join(sents)
+    if dc.zero_suspect and dc.domain != "total":
+        text += (
+            f"\n\nPossible missing data: every {w} item scored zero at "
+            f"{_where(dc.zero_suspect)}"
+            + (", while the other parts did not." if dc.all_zero else " after non-zero scores.")
+        )
+    return text
+
+
+def _label(label: str) -> str:
+    """Item label in running text: lower case, limb words without the checker's direction words
+    ("lower extremity" would read as "lower" = improved)."""
+    return (
+        label.lower()
+        .replace("right lower extremity", "right leg")
+        .replace("left lower extremity", "left leg")
+        .replace("right upper extremity", "right arm")
+        .replace("left upper extremity", "left arm")
+    )
+
+
+def _where(vs: Sequence[int]) -> str:
+    vs = sorted(set(vs))
+    if len(vs) == 1:
+        return f"visit {vs[0]}"
+    return "visits " + ", ".join(map(str, vs[:-1])) + f" and {vs[-1]}"
+
+
+def _findings_paragraphs(fd: Findings) -> list[str]:
+    paras: list[str] = []
+    by_visit: dict[int, dict[str, list[str]]] = {}
+    for h in sorted(fd.high, key=lambda h: (h.visit, -h.value, h.label)):
+        by_visit.setdefault(h.visit, {}).setdefault(h.domain, []).append(
+            f"{_label(h.label)} {h.word} ({fmt(h.value)})"
+        )
+    for v, doms in by_visit.items():
+        # one sentence per domain: the domain word narrows labels shared by two parts ("speech")
+        paras.append(
+            f"At visit {v}, the latest assessment, items rated moderate or worse. "
+            + " ".join(
+                f"{_cap(_dom(d))}: " + "; ".join(items) + "."
+                for d, items in sorted(doms.items(), key=lambda kv: DOMAINS.index(kv[0]))
+            )
+        )
+    for r in sorted(fd.rises, key=lambda r: (r.visit, r.label)):
+        paras.append(
+            f"At visit {r.visit}, {_dom(r.domain)} item {_label(r.label)} increased by "
+            f"{fmt(r.value - (r.first_value or 0))} since visit {r.first_visit} "
+            f"({r.word} now)."
+        )
+    by_item: dict[str, list] = {}
+    for g in fd.flags:
+        by_item.setdefault(g.item, []).append(g)
+    for gs in by_item.values():
+        main = [g for g in gs if g.rule != "severe_item"] or gs
+        status = "current" if any(g.current for g in gs) else "resolved"
+        for g in main:
+            if g.rule.endswith("new_onset"):
+                paras.append(
+                    f"Red flag ({status}): {g.label}, first rated above zero at "
+                    f"{_where(g.visits)} after zero at every earlier assessment ({g.why})."
+                )
+                continue
+            sev = [x for x in gs if x.rule == "severe_item" and x is not g]
+            tail = f", severe at {_where(sev[0].visits)}" if sev else ""
+            paras.append(
+                f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
+                f"at {_where(g.visits)}{tail} ({g.why})."
+            )
+    if fd.negatives:
+        v = fd.negatives[0][2]
+        words = [w for _, w, _ in fd.negatives]
+        paras.append(
+            f"At visit {v}, without "
+            + ", ".join(words[:-1])
+            + (f" or {words[-1]}" if len(words) > 1 else words[0])
+            + "."
+        )
+    return paras
+
+
+def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
+    watch = []
+    for ic in courses:
+        for d, dc in ic.domains.items():
+            why = []
+            if dc.band in ("moderate", "severe"):
+                why.append(f"{dc.band} band")
+            if dc.change is not None and dc.change.value > 0 and not dc.zero_suspect:
+                if dc.change.label == "worsened":
+                    why.append("worsened beyond its MCID" if dc.change.mcid else "rose overall")
+                elif d == "total":
+                    why.append("rose overall")
+            if dc.fluctuating:
+                why.append("fluctuating")
+            if dc.zero_suspect:
+                why.append("possible missing data")
+            if why:
+                watch.append(f"{_dom(d)} ({', '.join(why)})")
+    cur = [g for g in fd.flags if g.current]
+    if cur:
+        watch.append(
+            "current red flags ("
+            + ", ".join(dict.fromkeys(g.item_label.lower() for g in cur))
+            + ")"
+        )
+    if not watch:
+        return (
+            "To monitor: no domain worsened or reached a moderate band, and no red flag is current."
+        )
+    return "To monitor: " + "; ".join(watch) + "."
+
+
+def patient_summary(
+    patient: int,
+    courses: Mapping[tuple[int, str], InstrumentCourse],
+    fd: Findings,
+    ctx: Contexts,
+    excluded: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    ics = list(iter_courses(dict(courses), patient))
+    paras = [f"Patient {patient}."]
+    for ic in ics:
+        paras.append(" ".join(_framing(ic)))
+        for d in DOMAINS:
+            if d in ic.domains:
+                paras.append(_domain_paragraph(ic.domains[d], ctx))
+    paras += _findings_paragraphs(fd)
+    paras.append(_monitor(ics, fd))
+    ex = [e for e in excluded if e.get("patient") == patient]
+    if ex:
+        paras.append(excluded_sentence(ex))
+    if any(
+        ctx.mcid_for(dc.profile, d) is not None and ctx.mcid[dc.profile][d].basis != "published"  # type: ignore[union-attr]
+        for ic in ics
+        for d, dc in ic.domains.items()
+        if d != "total"
+    ):
+        paras.append(
+            "The MCIDs are MDS-UPDRS reference values, not validated on this study's scale; the "
+            "PDQ-8 has no verified MCID, so its changes are given by direction only."
+        )
+    return "\n\n".join(paras)
+
+
+def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One sentence naming every session left out at ingest (no numbers: dates as written are
+    quoted, file rows named by file only, so the guard has nothing to misread)."""
+    parts = []
+    for r in rows:
+        inst = INSTRUMENT_WORDS.get(r.get("instrument", ""), r.get("instrument", "session"))
+        rule = str(r.get("rule", "")).replace("_", " ")
+        date = str(r.get("date", "")).split(" ")[0]
+        parts.append(f"a {inst} session dated {date} in {r.get('file')} ({rule})")
+    return "Left out at data import, see the Data report: " + "; ".join(parts) + "."

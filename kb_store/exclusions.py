@@ -1,0 +1,105 @@
+"""Sessions left out at ingest, per patient: what `excluded_sessions` of every answer reports.
+
+Owns the list of rejected input rows as the engine needs it (issue 11 point 8, "nothing excluded
+in silence"): patient, instrument, the date as written in the file, file, row, rule and message.
+Built once at `marag kb build` from the ingest result (re-reading only the rejected rows' key cells
+from the source files), written beside the KB as `excluded_sessions.json`, and read back by the KB
+reader so that every plan naming a patient carries that patient's excluded sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+EXCLUDED_JSON = "excluded_sessions.json"
+
+#: normalised header names (kb_store.ingest_generic.normalise_column) of patient and date columns
+PATIENT_COLUMNS = ("PROJID", "PATNO", "PATIENTID", "PATIENT", "SUBJECTID", "ID")
+DATE_COLUMNS = ("SESSIONDATE", "PDQSESSIONDATE", "DATE", "VISITDATE", "INFODT", "ASSESSMENTDATE")
+_PATIENT_RE = re.compile(r"\bpatient (\d+)\b")
+_INSTRUMENT_RE = re.compile(r"\b(updrs|pdq8)\b", re.I)
+
+
+def _instrument(file_kind: str, message: str) -> str:
+    if file_kind in ("marag-updrs", "marag-pdq8"):
+        return file_kind.split("-", 1)[1]
+    m = _INSTRUMENT_RE.search(message)
+    return m.group(1).lower() if m else "all"
+
+
+def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """One row per rejected session row (error issues with a row number), in file and row order."""
+    from kb_store.ingest import _expand, detect_format
+    from kb_store.ingest_generic import read_table
+    from kb_store.ingest_marag import marag_kind
+
+    tables = {}
+    for path, _explicit in _expand(list(paths)):
+        t = read_table(path)
+        kind = detect_format(t) or ""
+        if kind == "marag":
+            kind = f"marag-{marag_kind(t)}"
+        tables[t.name] = (t, kind)
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, int]] = set()
+    for i in result.issues:
+        if i.severity != "error" or i.row is None or (i.file, i.row) in seen:
+            continue
+        seen.add((i.file, i.row))
+        patient: int | None = None
+        date = ""
+        kind = ""
+        if i.file in tables:
+            t, kind = tables[i.file]
+            cols = t.columns()
+            cells = dict(t.rows).get(i.row)
+            if cells is not None:
+                pc = next((cols[c] for c in PATIENT_COLUMNS if c in cols), None)
+                dc = next((cols[c] for c in DATE_COLUMNS if c in cols), None)
+                if pc is not None and pc < len(cells):
+                    raw = cells[pc].strip()
+                    try:
+                        patient = int(float(raw))
+                    except ValueError:
+                        patient = None
+                if dc is not None and dc < len(cells):
+                    date = cells[dc].strip()
+        if patient is None and (m := _PATIENT_RE.search(i.message)):
+            patient = int(m.group(1))
+        out.append(
+            {
+                "patient": patient,
+                "instrument": _instrument(kind, i.message),
+                "date": date,
+                "file": i.file,
+                "row": i.row,
+                "rule": i.rule,
+                "message": i.message,
+            }
+        )
+    return sorted(out, key=lambda r: (r["file"], r["row"]))
+
+
+def write_excluded(rows: Iterable[dict[str, Any]], kb_dir: str | Path) -> Path:
+    path = Path(kb_dir) / EXCLUDED_JSON
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(list(rows), indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_excluded(kb_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows written at build time; [] for a KB built before this file existed."""
+    path = Path(kb_dir) / EXCLUDED_JSON
+    if not path.is_file():
+        return []
+    return list(json.loads(path.read_text(encoding="utf-8")))
+
+
+def for_patients(rows: Iterable[dict[str, Any]], patients: Iterable[int]) -> list[dict[str, Any]]:
+    ps = set(patients)
+    return [r for r in rows if r.get("patient") in ps]

@@ -1,0 +1,66 @@
+"""Issue 11 on the dashboard: excluded sessions beside the chart with a link to the Data report,
+the cohort "Rank by" statistic widget, and the dense facts text kept on the Provenance page."""
+
+from __future__ import annotations
+
+EXCLUDED = {
+    "patient": 8,
+    "instrument": "updrs",
+    "date": "1954/07/04",
+    "file": "study.csv",
+    "row": 10,
+    "rule": "implausible_date",
+    "message": "'1954/07/04' -> 1954-07-04 is before 1990-01-01",
+}
+
+
+def _texts(at) -> str:
+    return "\n".join(
+        [m.value for m in at.markdown] + [i.value for i in at.info] + [t.value for t in at.text]
+    )
+
+
+def test_excluded_sessions_beside_the_chart_with_data_report_link(app, handle):
+    handle.kb._excluded = [EXCLUDED]
+    at = app.run()
+    at.selectbox(key="patient").set_value(8).run()
+    at.button(key="run_patient").click().run()
+    assert not at.exception, at.exception
+    assert "1 session left out at data import" in _texts(at)
+    frames = [d.value for d in at.dataframe if "rule" in map(str, d.value.columns)]
+    assert frames and frames[0].iloc[0]["date"] == "1954/07/04"
+    assert frames[0].iloc[0]["rule"] == "implausible_date"
+    links = [p for p in at.get("page_link") if "Data report" in p.proto.label]
+    assert links and links[0].proto.page == "data"
+    # the summary names it too (the engine's sentence, grounded)
+    assert "Left out at data import" in _texts(at) and "1954/07/04" in _texts(at)
+
+
+def test_cohort_rank_by_widget_sets_the_statistic(app, handle, monkeypatch):
+    plans = []
+    real = handle.engine.run
+
+    def spy(plan, **kw):
+        plans.append(plan)
+        return real(plan, **kw)
+
+    monkeypatch.setattr(handle.engine, "run", spy)
+    at = app.run()
+    at.switch_page("views/cohort.py").run()
+    at.selectbox(key="question").set_value(
+        "Which patient has the highest total UPDRS burden?"
+    ).run()
+    at.selectbox(key="statistic").set_value("slope_visit").run()
+    at.button(key="run_cohort").click().run()
+    assert not at.exception, at.exception
+    assert plans and plans[-1].statistic == "slope_visit"
+    assert "points per visit" in _texts(at)
+
+
+def test_provenance_keeps_the_dense_text(app, handle):
+    at = app.run()
+    at.button(key="run_patient").click().run()
+    at.switch_page("views/provenance.py").run()
+    assert not at.exception, at.exception
+    assert any(e.label.startswith("Dense facts text") for e in at.expander)
+    assert any("Progression for patient" in t.value for t in at.text)
