@@ -99,3 +99,20 @@ def readable_trajectory(st: Any, ctx: Contexts) -> str:
 
 def excluded_text(rows: Sequence[Mapping[str, Any]]) -> str:
     return excluded_sentence(rows)
+
+
+def baseline_note(state: Any) -> str:
+    """For baseline plans: which visit is each instrument's first assessment (issue 11 point 6:
+    visit numbers are shared across instruments, baseline is per instrument)."""
+    if state.plan.visit_filter not in ("baseline", "baseline_vs_latest"):
+        return ""
+    words = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
+    out = []
+    for (p, inst), ic in sorted(state.courses.items()):
+        if ic.visits and ic.visits[0] != 1:
+            out.append(
+                f"For patient {p}, the {words.get(inst, inst)} baseline is visit {ic.visits[0]}, "
+                f"the first {words.get(inst, inst)} assessment (visits are numbered across "
+                "instruments)."
+            )
+    return " ".join(out)

@@ -199,8 +199,12 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     dense = fallback
     if mode == "trajectory":  # issue 11: the readable text; the dense form stays for QA
         fallback = clinical.readable_trajectory(state, ctx.contexts)
-    elif state.excluded:
-        fallback = fallback + "\n\n" + clinical.excluded_text(state.excluded)
+    else:
+        note = clinical.baseline_note(state)
+        if note:
+            fallback = fallback + "\n\n" + note
+        if state.excluded:
+            fallback = fallback + "\n\n" + clinical.excluded_text(state.excluded)
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)

@@ -196,6 +196,12 @@ def test_6_every_updrs_patient_answers_a_baseline_question(engine, ingest):
         r = engine.ask(f"What is the baseline status of proj id {p} using UPDRS?")
         assert {f.visit for f in r.facts} == {first.visit}, p
         assert f"Patient {p}, visit {first.visit} ({first.date.isoformat()}" in r.summary
+        if first.visit != 1:
+            assert (
+                f"For patient {p}, the UPDRS baseline is visit {first.visit}, the first UPDRS "
+                "assessment" in r.summary
+            )
+        assert r.verification["unsupported"] == []
     assert shifted >= 10  # the 10 patients whose first UPDRS session is not visit 1
 
 
