@@ -213,12 +213,12 @@ def _findings_paragraphs(fd: Findings) -> list[str]:
     rises: dict[int, list[str]] = {}
     for r in sorted(fd.rises, key=lambda r: (r.visit, DOMAINS.index(r.domain), -r.value, r.label)):
         rises.setdefault(r.visit, []).append(
-            f"{_dom(r.domain)} item {_label(r.label)} increased by "
-            f"{fmt(r.value - (r.first_value or 0))} since visit {r.first_visit}, now {r.word}"
+            f"{_cap(_dom(r.domain))}: {_label(r.label)} increased by "
+            f"{fmt(r.value - (r.first_value or 0))} since visit {r.first_visit}, now {r.word}."
         )
-    for v, parts in rises.items():
-        # one sentence per visit; ";" ends each item, the domain word names its part
-        paras.append(f"Items up two points or more at visit {v}: " + "; ".join(parts) + ".")
+    for v, sents in rises.items():
+        # one short sentence per item, each naming its part and reference visit
+        paras.append(f"Items up two points or more by visit {v}. " + " ".join(sents))
     by_item: dict[str, list] = {}
     for g in fd.flags:
         by_item.setdefault(g.item, []).append(g)

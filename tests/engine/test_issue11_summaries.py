@@ -151,8 +151,8 @@ def test_3_new_onset_hallucinations_and_dysregulation(traj):
 def test_3_item_rises_since_first_assessment(traj):
     s = traj(23).summary
     assert (
-        "Items up two points or more at visit 5: ADL item falling increased by 4 since visit 1, now severe;"
-        in s
+        "Items up two points or more by visit 5. ADL: falling increased by 4 since visit 1, "
+        "now severe." in s
     )
 
 
