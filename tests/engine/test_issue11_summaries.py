@@ -330,7 +330,7 @@ def test_9_statistic_flag_chooses_what_is_ranked(engine, stat, expected):
 
 
 def test_9_cli_statistic_flag_and_validation():
-    from engine.commands import plan_from_args
+    from engine.query_cli import plan_from_args
 
     from engine.cli import build_parser
 
