@@ -37,7 +37,6 @@ sys.path.insert(0, str(REPO))
 
 from engine.config import Config  # noqa: E402
 from engine.grounding.guard import check_numbers  # noqa: E402
-from engine.pipeline import Engine  # noqa: E402
 from kb_store.profiles import load_profile  # noqa: E402
 
 COHORT_QUERIES = {
@@ -49,20 +48,23 @@ COHORT_QUERIES = {
 
 
 def open_engine(data: Path, kb_dir: str | None):
+    """(engine, ingest result, excluded rows): through the engine factory, over the KB built at
+    `kb_dir` (Chroma, hashing embeddings) or an in-memory KB of the same documents."""
+    from engine.engine_factory import open_engine as factory_engine
     from kb_store.exclusions import excluded_from_ingest
     from kb_store.ingest import load_sources
 
     res = load_sources([data])
+    excluded = excluded_from_ingest(res, [data])
     if kb_dir:
-        from kb_store.chroma_kb import open_kb
+        cfg = Config.load({"kb_dir": kb_dir, "embedding": "hashing", "llm": "facts"}, env={})
+        return factory_engine(cfg, llm=None), res, excluded
+    from kb_store.documents import build_documents
+    from kb_store.reader import InMemoryKB
 
-        kb = open_kb(kb_dir, embedding="hashing")
-    else:
-        from kb_store.documents import build_documents
-        from kb_store.reader import InMemoryKB
-
-        kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [data]))
-    return Engine(Config.load({}, env={}), kb, None), res, excluded_from_ingest(res, [data])
+    cfg = Config.load({"llm": "facts"}, env={})
+    kb = InMemoryKB(build_documents(res.sessions), excluded)
+    return factory_engine(cfg, kb=kb, llm=None), res, excluded
 
 
 def label(text: str) -> str:
