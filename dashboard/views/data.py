@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import services, session, trail
 from dashboard.page import current_config
+from kb_store.exclusions import excluded_from_ingest, write_excluded
 
 SOURCES = {
     "sample": "Default synthetic sample (shipped)",
@@ -118,6 +119,10 @@ if ing:
             with st.status("Building the knowledge base...", expanded=True) as status:
                 try:
                     stats = kb.build(res.sessions)
+                    # issue 11: the rejected sessions every answer names (kb_store.exclusions)
+                    write_excluded(
+                        excluded_from_ingest(res, [Path(x) for x in ing["paths"]]), kb.kb_dir
+                    )
                 except Exception as e:  # noqa: BLE001 - the old KB stays; say why
                     status.update(label="Build failed; the previous KB is unchanged", state="error")
                     st.error(str(e))

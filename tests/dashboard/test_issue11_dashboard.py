@@ -3,6 +3,13 @@ the cohort "Rank by" statistic widget, and the dense facts text kept on the Prov
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
 EXCLUDED = {
     "patient": 8,
     "instrument": "updrs",
@@ -64,3 +71,47 @@ def test_provenance_keeps_the_dense_text(app, handle):
     assert not at.exception, at.exception
     assert any(e.label.startswith("Dense facts text") for e in at.expander)
     assert any("Progression for patient" in t.value for t in at.text)
+
+
+MARAG = Path(__file__).resolve().parents[3] / "shared" / "data" / "ma-rag"
+
+
+@pytest.mark.skipif(not MARAG.exists(), reason=f"MA-RAG study CSVs not found at {MARAG}")
+def test_data_page_build_records_excluded_sessions(monkeypatch, tmp_path):
+    """A KB built on the Data page carries its own excluded sessions (no stale file from an
+    earlier build): patient 50's 1954/07/04 session is named beside the chart."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "excluded_sessions.json").write_text('[{"patient": 1, "date": "stale"}]')
+    monkeypatch.setenv("MARAG_KB_DIR", str(kb))
+    monkeypatch.setenv("MARAG_EMBEDDING", "hashing")
+    monkeypatch.setenv("MARAG_LLM", "facts")
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=120).run()
+        at.switch_page("views/data.py").run()
+        at.radio(key="data_source").set_value("folder").run()
+        at.text_input(key="data_path").input(str(MARAG)).run()
+        at.selectbox(key="data_format").set_value("marag").run()
+        at.button(key="validate").click().run()
+        at.button(key="build").click().run()
+        assert not at.exception, at.exception
+        rows = json.loads((kb / "excluded_sessions.json").read_text())
+        assert sorted((r["patient"], r["date"]) for r in rows) == [
+            (13, "2021-01-23 09:18:00"),
+            (45, "2000/05/04"),
+            (50, "1954/07/04"),
+            (58, "1946/11/11"),
+        ]
+        at.switch_page("views/patient.py").run()
+        at.selectbox(key="patient").set_value(50).run()
+        at.button(key="run_patient").click().run()
+        assert not at.exception, at.exception
+        assert "1 session left out at data import" in _texts(at)
+    finally:
+        st.cache_resource.clear()
+        st.cache_data.clear()

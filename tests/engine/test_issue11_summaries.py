@@ -330,9 +330,8 @@ def test_9_statistic_flag_chooses_what_is_ranked(engine, stat, expected):
 
 
 def test_9_cli_statistic_flag_and_validation():
-    from engine.query_cli import plan_from_args
-
     from engine.cli import build_parser
+    from engine.query_cli import plan_from_args
 
     args = build_parser().parse_args(["ask", "who is worst on ADL", "--statistic", "slope_year"])
     plan = plan_from_args(args, None)
