@@ -622,3 +622,31 @@ class ChromaKB:
         return sorted(
             docs, key=lambda d: (d.metadata.get("visit", 0), d.metadata["instrument"], d.id)
         )
+
+    def all_docs(
+        self, granularities: Sequence[str] = ("session", "note"), *, embeddings: bool = False
+    ) -> list[tuple[KBDoc, Any]]:
+        """Every document of the given granularities with its stored embedding (None unless
+        `embeddings`), in id order. For free-text search (engine.search), never the pipeline."""
+        col = self._collection()
+        page = self._client.get_max_batch_size()
+        include = ["documents", "metadatas", *(["embeddings"] if embeddings else [])]
+        wanted = set(granularities)
+        out: list[tuple[KBDoc, Any]] = []
+        offset = 0
+        while True:
+            got = col.get(include=include, limit=page, offset=offset)
+            embs = got.get("embeddings") if embeddings else None
+            for n, (i, t, m) in enumerate(
+                zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+            ):
+                if m.get("granularity") in wanted:
+                    out.append((KBDoc(i, t, dict(m)), None if embs is None else embs[n]))
+            if len(got["ids"]) < page:
+                break
+            offset += page
+        return sorted(out, key=lambda x: x[0].id)
+
+    def embed_query(self, text: str) -> Any:
+        """The query's vector from the embedding function the KB was built with."""
+        return make_embedding_function(self.embedding)([text])[0]

@@ -1,5 +1,10 @@
 """Per-visit documents D(p, v, instrument) and per-patient longitudinal documents.
 
+Per-session clinician notes (the MA-RAG files' `clinician_summary`, kept by ingest in
+`Session.extra`) become their own documents (granularity `note`, id `n-...`), so free-text search
+(engine.search) can find them with BM25 and the embeddings. They never carry numbers the engine
+uses: the pipeline reads only `granularity == "session"` documents.
+
 The text follows the paper ("Patient 12, Visit 2, 2021-03-15, Motor=14 (Tremor=2, ...)"); the
 metadata carries what the engine retrieves by exact match (proj_id, visit, instrument, granularity)
 and the numbers it builds the fact table from (domain scores, items as JSON), so the engine never
@@ -111,10 +116,46 @@ def longitudinal_documents(sessions: Iterable[Session]) -> list[KBDoc]:
     return docs
 
 
+#: Session.extra keys that hold a clinician's free-text note for the session (MA-RAG files).
+NOTE_FIELDS: tuple[str, ...] = ("clinician_summary",)
+
+
+def note_doc_id(s: Session) -> str:
+    return "n" + session_doc_id(s)[1:]
+
+
+def note_document(s: Session) -> KBDoc | None:
+    """The session's clinician note as a document, or None when the session has no note."""
+    field = next((f for f in NOTE_FIELDS if str(s.extra.get(f, "")).strip()), None)
+    if field is None or s.visit is None:
+        return None
+    note = " ".join(str(s.extra[field]).split())
+    prof = load_profile(s.profile)
+    text = (
+        f"Patient {s.proj_id}, Visit {s.visit}, {s.date.isoformat()}, {prof.title}, "
+        f"clinician note: {note}"
+    )
+    meta: dict = {
+        "proj_id": int(s.proj_id),
+        "visit": int(s.visit),
+        "date": s.date.isoformat(),
+        "instrument": s.instrument,
+        "granularity": "note",
+        "profile": s.profile,
+        "condition": s.condition,
+        "source": f"{s.source.file}:{s.source.row}",
+        "session_doc": session_doc_id(s),
+        "note_field": field,
+    }
+    meta["content_hash"] = _hash(text, meta)
+    return KBDoc(note_doc_id(s), text, meta)
+
+
 def build_documents(sessions: Iterable[Session]) -> list[KBDoc]:
-    """All session documents followed by the longitudinal ones; ids are unique."""
+    """Session documents, then the longitudinal ones, then the clinician notes; ids are unique."""
     sessions = list(sessions)
-    docs = [session_document(s) for s in sessions] + longitudinal_documents(sessions)
+    notes = [n for n in (note_document(s) for s in sessions) if n is not None]
+    docs = [session_document(s) for s in sessions] + longitudinal_documents(sessions) + notes
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:

@@ -57,7 +57,8 @@ class Item:
     domain: str
     min: float
     max: float
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other CSV column names of the item (ingest)
+    terms: tuple[str, ...] = ()  # clinical words for the item (search concepts; terms_source)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ def load_profile(name: str) -> Profile:
             min=float(i["min"]),
             max=float(i["max"]),
             aliases=tuple(i.get("aliases", ())),
+            terms=tuple(i.get("terms", ())),
         )
         for i in raw["items"]
     )

@@ -49,3 +49,11 @@ class InMemoryKB:
 
     def get_docs(self, ids: Sequence[str]) -> list[KBDoc]:
         return [self._docs[i] for i in ids if i in self._docs]
+
+    def all_docs(
+        self, granularities: Sequence[str] = ("session", "note"), *, embeddings: bool = False
+    ) -> list[tuple[KBDoc, None]]:
+        """Every document of the given granularities (no stored embeddings in memory)."""
+        wanted = set(granularities)
+        docs = [d for d in self._docs.values() if d.metadata.get("granularity") in wanted]
+        return [(d, None) for d in sorted(docs, key=lambda d: d.id)]

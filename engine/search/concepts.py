@@ -1,0 +1,77 @@
+"""Clinical concepts -> instrument items, from the profiles' item labels and `terms`.
+
+A query word sequence matches an item when the stemmed tokens of the item's label or of one of
+its terms (kb_store/profiles/*.json, sources in each profile's `terms_source`) occur contiguously
+in the query's stemmed tokens. "falls" -> Falling (FALL_PROB), "orthostatic" -> Light-headedness
+on standing (LIGHT_HEADED). Matching is per profile, so one phrase can name items of the MA-RAG
+UPDRS, the MDS-UPDRS and the PDQ-8 at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from engine.search.text import tokens
+from kb_store.profiles import load_profile, profile_names
+
+
+@dataclass(frozen=True)
+class ConceptMatch:
+    profile: str
+    code: str
+    label: str
+    phrase: str  # the label or term that matched, as written in the profile
+    max: float
+
+
+@cache
+def _phrases(profile: str) -> tuple[tuple[tuple[str, ...], str, str, str, float], ...]:
+    prof = load_profile(profile)
+    out = []
+    for item in prof.items:
+        for phrase in (item.label, *item.terms):
+            toks = tuple(tokens(phrase))
+            if toks:
+                out.append((toks, item.code, item.label, phrase, item.max))
+    return tuple(out)
+
+
+def _contains(seq: list[str], sub: tuple[str, ...]) -> bool:
+    n = len(sub)
+    return any(tuple(seq[i : i + n]) == sub for i in range(len(seq) - n + 1))
+
+
+def match_concepts(query: str, profiles: tuple[str, ...] | None = None) -> list[ConceptMatch]:
+    """Items the query names, per profile, in profile then item order; one match per item (the
+    longest phrase that matched)."""
+    q = tokens(query)
+    out: list[ConceptMatch] = []
+    for name in profiles or tuple(profile_names()):
+        best: dict[str, ConceptMatch] = {}
+        order: list[str] = []
+        for toks, code, label, phrase, mx in _phrases(name):
+            if _contains(q, toks):
+                prev = best.get(code)
+                if prev is None:
+                    order.append(code)
+                if prev is None or len(tokens(phrase)) > len(tokens(prev.phrase)):
+                    best[code] = ConceptMatch(name, code, label, phrase, mx)
+        out += [best[c] for c in order]
+    return out
+
+
+def resolve_item(name: str) -> list[tuple[str, str]]:
+    """(profile, code) pairs for an item given by code or label (case-insensitive), for filters."""
+    key = name.strip().lower()
+    hits = []
+    for prof_name in profile_names():
+        for item in load_profile(prof_name).items:
+            if key in (item.code.lower(), item.label.lower()):
+                hits.append((prof_name, item.code))
+    if not hits:
+        raise ValueError(
+            f"unknown item {name!r}: give an item code or label of a profile "
+            f"(e.g. FALL_PROB, NP1HALL, 'Falling')"
+        )
+    return hits
