@@ -12,8 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from engine.search.text import tokens
+from engine.search.text import tokens, words
 from kb_store.profiles import load_profile, profile_names
+
+#: MDS-UPDRS item anchors (Goetz et al. 2008): 0 normal, 1 slight, 2 mild, 3 moderate, 4 severe.
+#: The MA-RAG study's UPDRS-only clinician notes use the same words. PDQ-8 answers use other words
+#: (never .. always), so the anchors apply to the UPDRS profiles only.
+SEVERITY_ANCHORS: dict[str, int] = {"slight": 1, "mild": 2, "moderate": 3, "severe": 4}
+ANCHOR_PROFILES: frozenset[str] = frozenset({"mds-updrs", "marag-updrs44"})
+
+
+def severity_anchor(query: str) -> int | None:
+    """The anchor value a query names ("moderate tremor" -> 3); None when none or several."""
+    found = {SEVERITY_ANCHORS[w] for w in words(query) if w in SEVERITY_ANCHORS}
+    return found.pop() if len(found) == 1 else None
 
 
 @dataclass(frozen=True)

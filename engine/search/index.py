@@ -9,11 +9,15 @@ rankings of the sessions that pass the filters:
   stored vectors (engine.search.dense),
 - concept: sessions whose items named by the query (engine.search.concepts) score above 0, by
   the sum of those items' values, each divided by the item's maximum (Falling 3 of 4 -> 0.75).
+  When the query names an MDS-UPDRS severity anchor ("slight" 1, "mild" 2, "moderate" 3,
+  "severe" 4), only UPDRS items at exactly that value count ("moderate sleep disturbance").
+- phrase: sessions whose note (or document) contains the query's content words (two or more)
+  as one contiguous phrase, e.g. "mild difficulty with fall" copied from a note.
 
 They are fused by reciprocal rank fusion (k = 60) into the `hybrid` score, to which the concept
-sum is added: an RRF score is at most 3/61 (about 0.05) and a concept step is at least 1/4, so the
-sessions that score a named item come first, worse first, and RRF orders sessions with equal item
-scores and all the rest. Keyword matches on an item scored 0 (e.g. "without hallucinations" in a
+sum and the phrase boost (1) are added: an RRF score is at most 3/61 (about 0.05) and a concept step is at least 1/4, so the
+sessions that hold the phrase or score a named item come first, worse first, and RRF orders
+sessions with equal boosts and all the rest. Keyword matches on an item scored 0 (e.g. "without hallucinations" in a
 note) cannot outrank them. `bm25+dense` is the plain RRF of the two without concepts (reported in
 the evaluation). Ties break by patient, date, document id (deterministic).
 """
@@ -29,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from engine.search.bm25 import BM25Index
-from engine.search.concepts import ConceptMatch, match_concepts, resolve_item
+from engine.search.concepts import (
+    ANCHOR_PROFILES,
+    ConceptMatch,
+    match_concepts,
+    resolve_item,
+    severity_anchor,
+)
 from engine.search.dense import cosine, unit_rows
 from engine.search.fusion import rrf
 from engine.search.text import STOPWORDS, stem, tokens, words
@@ -38,6 +48,7 @@ from kb_store.documents import KBDoc, fmt_num
 SYSTEMS = ("bm25", "dense", "hybrid", "bm25+dense")
 FUSION_DEPTH = 100  # each ranking contributes its top 100 sessions to the fusion
 SNIPPET_CHARS = 220
+PHRASE_BOOST = 1.0  # a session whose note or document holds the query's words as one phrase
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,7 @@ class SearchIndex:
 
     def __init__(self, pairs: Sequence[tuple[KBDoc, Any]], embed: Callable[[list[str]], list]):
         self.embed = embed
+        self._qcache: dict[str, np.ndarray] = {}
         sessions: dict[str, Unit] = {}
         notes: dict[str, tuple[KBDoc, Any]] = {}
         for doc, vec in pairs:
@@ -113,7 +125,11 @@ class SearchIndex:
             key=lambda u: (int(u.meta["proj_id"]), str(u.meta["date"]), u.doc.id),
         )
         self._pos = {u.doc.id: i for i, u in enumerate(self.units)}
-        self._bm25 = BM25Index([tokens(self._text(u)) for u in self.units])
+        self._note_toks = [tokens(u.note.text) if u.note is not None else [] for u in self.units]
+        self._doc_toks = [tokens(u.doc.text) for u in self.units]
+        self._bm25 = BM25Index(
+            [d + n for d, n in zip(self._doc_toks, self._note_toks, strict=True)]
+        )
         self._doc_m = self._matrix(
             [u.doc_vec for u in self.units], [u.doc.text for u in self.units]
         )
@@ -153,6 +169,13 @@ class SearchIndex:
         if not vecs:
             return np.zeros((0, 1), dtype=np.float32)
         return unit_rows(vecs)
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        if query not in self._qcache:
+            if len(self._qcache) > 256:
+                self._qcache.clear()
+            self._qcache[query] = np.asarray(self.embed([query])[0], dtype=np.float32)
+        return self._qcache[query]
 
     # -- filters ------------------------------------------------------------------------------
     def candidates(self, f: SearchFilters) -> list[int]:
@@ -194,20 +217,26 @@ class SearchIndex:
         """Per system, the candidate positions in rank order, and the raw scores."""
         qt = tokens(query)
         bm = self._bm25.scores(qt)
-        qv = np.asarray(self.embed([query])[0], dtype=np.float32)
+        qv = self._query_vector(query)
         dense_doc = cosine(self._doc_m, qv)
         dense_note = np.full(len(self.units), -1.0, dtype=np.float32)
         if self._note_m is not None:
             dense_note = np.where(self._has_note, cosine(self._note_m, qv), -1.0)
         dense = np.maximum(dense_doc, dense_note)
         concepts = match_concepts(query)
+        anchor = severity_anchor(query)
         conc = np.zeros(len(self.units), dtype=np.float32)
         for i in cand:
             u = self.units[i]
             for c in concepts:
                 if c.profile == u.meta.get("profile"):
                     v = u.items.get(c.code)
-                    if v is not None and v > 0:
+                    if v is None or v <= 0:
+                        continue
+                    if anchor is not None and c.profile in ANCHOR_PROFILES:
+                        if v == anchor:
+                            conc[i] += float(v) / (c.max or 1.0)
+                    else:
                         conc[i] += float(v) / (c.max or 1.0)
 
         def order(scores: np.ndarray, positive: bool) -> list[int]:
@@ -219,7 +248,21 @@ class SearchIndex:
             "dense": order(dense, False),
             "concept": order(conc, True),
         }
-        raw = {"bm25": bm, "dense": dense, "concept": conc, "dense_note": dense_note}
+        phrase = np.zeros(len(self.units), dtype=np.float32)
+        if len(qt) >= 2:
+            need = set(qt)
+            for i in cand:
+                for toks in (self._note_toks[i], self._doc_toks[i]):
+                    if need <= set(toks) and _has_run(toks, qt):
+                        phrase[i] = PHRASE_BOOST
+                        break
+        raw = {
+            "bm25": bm,
+            "dense": dense,
+            "concept": conc,
+            "dense_note": dense_note,
+            "phrase": phrase,
+        }
         return ranks, raw, concepts
 
     def search(
@@ -245,7 +288,7 @@ class SearchIndex:
                 lists.append(ranks["concept"][:FUSION_DEPTH])
             fused = rrf(lists)
             scores = {
-                i: s + (float(raw["concept"][i]) if system == "hybrid" else 0.0)
+                i: s + (float(raw["concept"][i] + raw["phrase"][i]) if system == "hybrid" else 0.0)
                 for i, s in fused.items()
             }
             ordered = sorted(scores, key=lambda i: (-scores[i], i))
@@ -278,6 +321,15 @@ class SearchIndex:
                 )
         if concept_bits:
             why.append("concept: " + "; ".join(concept_bits))
+        if raw["phrase"][i] > 0:
+            why.append(
+                "the whole phrase occurs in the "
+                + (
+                    "clinician note"
+                    if _has_run(self._note_toks[i], tokens(" ".join(qwords)))
+                    else "session document"
+                )
+            )
         stems = {stem(w): w for w in qwords}
         in_note = _matched(u.note.text, stems) if u.note is not None else []
         in_doc = _matched(u.doc.text, stems)
@@ -321,6 +373,11 @@ class SearchIndex:
         if u.note is not None:
             return _clip(u.note.text.split("clinician note:", 1)[-1].strip())
         return _clip(u.doc.text)
+
+
+def _has_run(seq: list[str], sub: list[str]) -> bool:
+    n = len(sub)
+    return any(seq[j : j + n] == sub for j in range(len(seq) - n + 1))
 
 
 def _matched(text: str, stems: dict[str, str]) -> list[str]:
