@@ -34,6 +34,7 @@ pages = {
             url_path="compare",
         ),
         st.Page("views/cohort.py", title="Cohort", icon=":material/groups:", url_path="cohort"),
+        st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
     ],
     "Review": [
         st.Page(

@@ -226,8 +226,11 @@ def _existing_hashes(col: Any, page: int) -> dict[str, str]:
 
 
 def _write_docs(col: Any, docs: Sequence[KBDoc], ef: Any, max_batch: int) -> int:
-    """Embed and upsert `docs` in batches; returns the number of texts embedded."""
+    """Embed and upsert `docs` in batches; returns the number of texts embedded. Documents go in
+    length order (longest first), so each model batch holds texts of similar length and pads
+    little, across chunks too (sentence-transformers sorts only within one call)."""
     n = 0
+    docs = sorted(docs, key=lambda d: (-len(d.text), d.id))
     step = max(1, min(EMBED_BATCH, max_batch))
     for k in range(0, len(docs), step):
         chunk = docs[k : k + step]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, tables, widgets
+from dashboard import charts, render, similar_panel, tables, widgets
 from dashboard.page import open_analysis_page
 
 ANALYSES = ("trajectory", "single_session")
@@ -68,6 +68,7 @@ with render.summary_beside(result):
     with t3:
         st.dataframe(tables.facts_frame(result.facts), hide_index=True, key="facts_table")
 
+similar_panel.render_similar(handle, result.plan.patients[0], list(result.plan.instruments))
 render.export_buttons(result, refs, "patient")
 st.page_link(
     "views/provenance.py",

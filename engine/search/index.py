@@ -170,6 +170,10 @@ class SearchIndex:
             return np.zeros((0, 1), dtype=np.float32)
         return unit_rows(vecs)
 
+    def unit(self, doc_id: str) -> Unit:
+        """The session (document and note) behind a hit; KeyError for an unknown id."""
+        return self.units[self._pos[doc_id]]
+
     def _query_vector(self, query: str) -> np.ndarray:
         if query not in self._qcache:
             if len(self._qcache) > 256:

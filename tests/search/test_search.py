@@ -17,7 +17,7 @@ from kb_store.profiles import load_profile
 
 
 def _item(index, hit, code):
-    u = index.units[index._pos[hit.doc_id]]
+    u = index.unit(hit.doc_id)
     return u.items.get(code)
 
 
@@ -58,7 +58,7 @@ def test_phrase_from_a_note_finds_the_notes_that_hold_it(index):
     hits = index.search("moderate sleep disturbance", k=5)
     assert all(h.note_id for h in hits)
     for h in hits:
-        u = index.units[index._pos[h.doc_id]]
+        u = index.unit(h.doc_id)
         assert "moderate sleep disturbance" in u.note.text.lower()
         assert "phrase" in h.why or "Sleep problems" in h.why
 
