@@ -49,27 +49,35 @@ def _phrases(profile: str) -> tuple[tuple[tuple[str, ...], str, str, str, float]
     return tuple(out)
 
 
-def _contains(seq: list[str], sub: tuple[str, ...]) -> bool:
+def _spans(seq: list[str], sub: tuple[str, ...]) -> list[tuple[int, int]]:
     n = len(sub)
-    return any(tuple(seq[i : i + n]) == sub for i in range(len(seq) - n + 1))
+    return [(i, i + n) for i in range(len(seq) - n + 1) if tuple(seq[i : i + n]) == sub]
 
 
 def match_concepts(query: str, profiles: tuple[str, ...] | None = None) -> list[ConceptMatch]:
     """Items the query names, per profile, in profile then item order; one match per item (the
-    longest phrase that matched)."""
+    longest phrase that matched). Longest match wins: a phrase inside a longer matched phrase
+    does not count on its own ("freezing of gait" names Freezing of gait, not also Gait)."""
     q = tokens(query)
     out: list[ConceptMatch] = []
     for name in profiles or tuple(profile_names()):
-        best: dict[str, ConceptMatch] = {}
-        order: list[str] = []
+        found: list[tuple[tuple[int, int], ConceptMatch]] = []
         for toks, code, label, phrase, mx in _phrases(name):
-            if _contains(q, toks):
-                prev = best.get(code)
-                if prev is None:
-                    order.append(code)
-                if prev is None or len(tokens(phrase)) > len(tokens(prev.phrase)):
-                    best[code] = ConceptMatch(name, code, label, phrase, mx)
-        out += [best[c] for c in order]
+            for span in _spans(q, toks):
+                found.append((span, ConceptMatch(name, code, label, phrase, mx)))
+        spans = {sp for sp, _ in found}
+        kept = [
+            (sp, m)
+            for sp, m in found
+            if not any(o != sp and o[0] <= sp[0] and sp[1] <= o[1] for o in spans)
+        ]
+        best: dict[str, tuple[tuple[int, int], ConceptMatch]] = {}
+        for sp, m in kept:
+            prev = best.get(m.code)
+            if prev is None or (sp[1] - sp[0]) > (prev[0][1] - prev[0][0]):
+                best[m.code] = (sp, m)
+        order = [i.code for i in load_profile(name).items]
+        out += [best[c][1] for c in order if c in best]
     return out
 
 

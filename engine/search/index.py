@@ -11,8 +11,9 @@ rankings of the sessions that pass the filters:
   the sum of those items' values, each divided by the item's maximum (Falling 3 of 4 -> 0.75).
   When the query names an MDS-UPDRS severity anchor ("slight" 1, "mild" 2, "moderate" 3,
   "severe" 4), only UPDRS items at exactly that value count ("moderate sleep disturbance").
-- phrase: sessions whose note (or document) contains the query's content words (two or more)
-  as one contiguous phrase, e.g. "mild difficulty with fall" copied from a note.
+- phrase: sessions whose clinician note contains the query's content words (two or more) as one
+  contiguous phrase, e.g. "mild difficulty with fall" copied from a note. Session documents do
+  not count: every one of them lists every item label.
 
 They are fused by reciprocal rank fusion (k = 60) into the `hybrid` score, to which the concept
 sum and the phrase boost (1) are added: an RRF score is at most 3/61 (about 0.05) and a concept step is at least 1/4, so the
@@ -48,7 +49,7 @@ from kb_store.documents import KBDoc, fmt_num
 SYSTEMS = ("bm25", "dense", "hybrid", "bm25+dense")
 FUSION_DEPTH = 100  # each ranking contributes its top 100 sessions to the fusion
 SNIPPET_CHARS = 220
-PHRASE_BOOST = 1.0  # a session whose note or document holds the query's words as one phrase
+PHRASE_BOOST = 1.0  # a session whose note holds the query's words as one phrase
 
 
 @dataclass(frozen=True)
@@ -256,10 +257,9 @@ class SearchIndex:
         if len(qt) >= 2:
             need = set(qt)
             for i in cand:
-                for toks in (self._note_toks[i], self._doc_toks[i]):
-                    if need <= set(toks) and _has_run(toks, qt):
-                        phrase[i] = PHRASE_BOOST
-                        break
+                toks = self._note_toks[i]
+                if toks and need <= set(toks) and _has_run(toks, qt):
+                    phrase[i] = PHRASE_BOOST
         raw = {
             "bm25": bm,
             "dense": dense,
