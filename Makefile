@@ -58,6 +58,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_kb.py
+	$(PY) bench/bench_embed.py
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_number_safe.py
 
