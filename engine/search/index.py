@@ -146,7 +146,8 @@ class SearchIndex:
     @classmethod
     def from_kb(cls, kb: Any) -> SearchIndex:
         """Sessions and notes of a KB with their stored vectors; the query is embedded with the
-        function the KB was built with."""
+        function the KB was built with. A KB without stored vectors (the in-memory KB of tests
+        and the fake engine) gets hashing vectors."""
         pairs = kb.all_docs(("session", "note"), embeddings=True)
         embed_query = getattr(kb, "embed_query", None)
         if embed_query is not None:
@@ -156,14 +157,10 @@ class SearchIndex:
         return cls(pairs, make_embedding_function("hashing"))
 
     # -- construction helpers -----------------------------------------------------------------
-    @staticmethod
-    def _text(u: Unit) -> str:
-        return u.doc.text + ("\n" + u.note.text if u.note is not None else "")
-
     def _matrix(self, vecs: list, texts: list[str]) -> np.ndarray:
         missing = [i for i, v in enumerate(vecs) if v is None]
         if missing:
-            made = self.embed([texts[i] for i in missing]) if missing else []
+            made = self.embed([texts[i] for i in missing])
             vecs = list(vecs)
             for i, v in zip(missing, made, strict=True):
                 vecs[i] = v
