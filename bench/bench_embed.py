@@ -44,7 +44,7 @@ def main() -> int:
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
 
-    from engine.config import apply_offline_environment
+    from kb_store.offline import apply_offline_environment
 
     apply_offline_environment()
     import torch
@@ -54,8 +54,9 @@ def main() -> int:
     from kb_store import synth
     from kb_store.chroma_kb import build_kb
     from kb_store.documents import build_documents
-    from kb_store.embeddings import MiniLMEmbeddingFunction, load_minilm
+    from kb_store.embeddings import MiniLMEmbeddingFunction
     from kb_store.ingest import load_sources
+    from kb_store.minilm import load_minilm
 
     if args.source == "synthetic":
         sessions = load_sources([synth.default_sample_path()], "generic").sessions

@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _llm_flags(ev)
     ev.add_argument("--embedding", choices=["minilm", "hashing"], default=None)
-    from engine.search.commands import add_parsers as add_search_parsers
+    from engine.search.search_cli import add_parsers as add_search_parsers
 
     add_search_parsers(sub, _common)
     return ap
@@ -183,9 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "audit":
             return audit_cli.run(args, cfg)
         if args.command in ("search", "similar"):
-            from engine.search import commands as search_commands
+            from engine.search import search_cli
 
-            return getattr(search_commands, args.command)(args, cfg)
+            return getattr(search_cli, args.command)(args, cfg)
         if args.command == "eval":
             from engine.eval import eval_cli
 

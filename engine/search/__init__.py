@@ -5,7 +5,7 @@ build stored) fused by reciprocal rank fusion, plus a concept channel that maps 
 instrument items through the profiles' labels and `terms`, so that sessions scoring the item rank
 above keyword noise. Modules: text (tokens), concepts (words -> items), bm25, dense, fusion (RRF),
 index (the searchable sessions, filters, hits with their reasons), evaluation (labelled queries,
-P@10 / nDCG@10), commands (`marag search`, `marag similar`).
+P@10 / nDCG@10), search_cli (`marag search`, `marag similar`).
 
 The pipeline never uses this: its retrieval stays exact metadata match (DESIGN.md).
 """

@@ -85,7 +85,7 @@ def filters_from_args(args: argparse.Namespace) -> Any:
 
 
 def _open_kb(cfg: Config) -> Any:
-    from engine.factory import open_kb
+    from engine.engine_factory import open_kb
 
     return open_kb(cfg)
 
