@@ -10,7 +10,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import search_services, services, state
+from dashboard import search_services, services, session
 from dashboard.page import engine_or_stop
 from engine.search import SearchFilters
 from engine.types import Plan
@@ -119,7 +119,7 @@ for n, h in enumerate(hits, start=1):
                 visit_filter=f"visit_{h.visit}",
                 query=text,
             )
-            state.set_pending(plan)
+            session.set_pending(plan)
             st.session_state["marag_parsed_note"] = (
                 f"From search \u201c{text}\u201d: patient {h.patient}, visit {h.visit} "
                 f"({h.date}, {h.instrument}). Press **Run**; the Provenance page then links every "
