@@ -107,18 +107,18 @@ for n, h in enumerate(hits, start=1):
             if unit.note is not None:
                 st.markdown(f"Clinician note `{unit.note.id}`")
                 st.code(unit.note.text, language=None, wrap_lines=True)
-        if st.button(
+        plan = Plan(
+            patients=(h.patient,),
+            analysis="single_session",
+            instruments=(h.instrument,),
+            visit_filter=f"visit_{h.visit}",
+        )
+        b1, b2 = st.columns(2)
+        if b1.button(
             f"Open patient {h.patient} at visit {h.visit}",
             key=f"open_{n}",
             icon=":material/person:",
         ):
-            plan = Plan(
-                patients=(h.patient,),
-                analysis="single_session",
-                instruments=(h.instrument,),
-                visit_filter=f"visit_{h.visit}",
-                query=text,
-            )
             session.set_pending(plan)
             st.session_state["marag_parsed_note"] = (
                 f"From search \u201c{text}\u201d: patient {h.patient}, visit {h.visit} "
@@ -126,3 +126,17 @@ for n, h in enumerate(hits, start=1):
                 "number to this session's KB document."
             )
             st.switch_page("views/patient.py")
+        if b2.button(
+            "Open the provenance of this session",
+            key=f"prov_{n}",
+            icon=":material/fact_check:",
+            help="Runs the single-session analysis of this session and opens Provenance",
+        ):
+            with st.spinner(f"Running the single-session analysis ({handle.backend})..."):
+                try:
+                    result = handle.run(plan)
+                except ValueError as e:
+                    st.error(str(e))
+                    st.stop()
+            session.store_result(plan, handle.backend, result)
+            st.switch_page("views/provenance.py")

@@ -86,6 +86,21 @@ def test_search_page_finds_hits_with_reasons_and_opens_the_patient(app, handle):
     assert f"patient {int(first['patient'])}, visit" in _text(at)
 
 
+def test_search_hit_opens_the_provenance_of_its_session(app, handle):
+    at = app.run()
+    at.switch_page("views/search.py").run()
+    at.text_input(key="search_text").set_value("motor").run()
+    first = at.dataframe[0].value.iloc[0]
+    at.button(key="prov_1").click().run()
+    assert not at.exception, at.exception
+    assert [h.value for h in at.header] == ["Provenance"]
+    plan = json.loads(at.json[0].value)
+    assert plan["patients"] == [int(first["patient"])] and plan["analysis"] == "single_session"
+    assert plan["visit_filter"].startswith("visit_")
+    # the fact rows behind the numbers are that session's document
+    assert any(first["doc_id"] in d.value.to_csv() for d in at.dataframe)
+
+
 def test_search_page_filters_and_errors(app, handle):
     at = app.run()
     at.switch_page("views/search.py").run()
