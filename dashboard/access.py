@@ -29,6 +29,7 @@ PAGE_ROLES: dict[str, frozenset[str]] = {
     "compare": ANALYSIS,
     "cohort": ANALYSIS,
     "provenance": ANALYSIS,
+    "search": ANALYSIS,
     "review": frozenset({"reviewer"}),
     "data": frozenset({"data_manager"}),
 }

@@ -60,9 +60,16 @@ def test_roles_file_errors_name_file_and_key(tmp_path):
 
 
 def test_pages_per_role():
-    assert access.visible_pages({"clinician"}) == {"", "compare", "cohort", "provenance"}
-    assert access.visible_pages({"staff"}) == {"", "compare", "cohort", "provenance"}
-    assert access.visible_pages({"reviewer"}) == {"", "compare", "cohort", "provenance", "review"}
+    assert access.visible_pages({"clinician"}) == {"", "compare", "cohort", "provenance", "search"}
+    assert access.visible_pages({"staff"}) == {"", "compare", "cohort", "provenance", "search"}
+    assert access.visible_pages({"reviewer"}) == {
+        "",
+        "compare",
+        "cohort",
+        "provenance",
+        "search",
+        "review",
+    }
     assert access.visible_pages({"data_manager"}) == {"data"}
     assert access.visible_pages(set()) == set()
 
