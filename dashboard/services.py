@@ -3,8 +3,10 @@
 Owns the process-wide, cached and never-mutated objects (`st.cache_resource`): one engine (KB handle
 + LLM) per configuration, built by the engine's own factory (engine.engine_factory.open_engine, the
 one the CLI, the evaluation and the benchmarks use), and the clinical references from contexts/. A
-per-engine lock serialises model calls, because a cached engine is shared by every browser session.
-Per-user results live in `st.session_state` (see dashboard.session), never here.
+cached engine is shared by every browser session: its `RunGate` (dashboard.run_gate) lets runs of
+thread-safe backends (facts, openai) overlap and queues runs of the local model, showing each
+waiting user their position. Per-user results live in `st.session_state` (see dashboard.session),
+never here.
 
 The factory is looked up on its module at call time, so tests replace it with monkeypatch.
 """
@@ -12,7 +14,6 @@ The factory is looked up on its module at call time, so tests replace it with mo
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.clinical import ClinicalRefs, load_refs
+from dashboard.run_gate import RunGate
 from engine import engine_factory
 from engine.config import Config
 from engine.types import Plan, Result
@@ -42,14 +44,22 @@ class EngineHandle:
     engine: Any  # engine.pipeline.Engine
     kb: Any  # kb_store.reader.KBReader
     backend: str
-    lock: threading.Lock
+    gate: RunGate  # concurrent runs for thread-safe backends; a queue for the local model
 
-    def run(self, plan: Plan, on_node: Callable[[str, str], None] | None = None) -> Result:
-        with self.lock:
+    def run(
+        self,
+        plan: Plan,
+        on_node: Callable[[str, str], None] | None = None,
+        on_wait: Callable[[int], None] | None = None,
+    ) -> Result:
+        """Run the pipeline when a slot is free; `on_wait(position)` while queued."""
+        with self.gate.slot(on_wait):
             return self.engine.run(plan, on_node=on_node)
 
     def plan(self, query: str) -> Plan:
-        with self.lock:
+        if self.engine.cfg.planner != "llm" or self.backend == "facts":
+            return self.engine.plan(query)  # the rules planner: no model, no slot needed
+        with self.gate.slot():
             return self.engine.plan(query)
 
 
@@ -101,7 +111,8 @@ def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
         engine = engine_factory.open_engine(_cfg)
     except KBMissingError as e:
         raise KBUnavailable(str(e)) from e
-    return EngineHandle(engine, engine.kb, _cfg.llm, threading.Lock())
+    gate = RunGate.for_backend(_cfg.llm, _cfg.max_concurrent_runs)
+    return EngineHandle(engine, engine.kb, _cfg.llm, gate)
 
 
 def get_engine(cfg: Config) -> EngineHandle:

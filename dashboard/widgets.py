@@ -16,7 +16,9 @@ import streamlit as st
 
 from dashboard import services, session
 from dashboard.services import EngineHandle
+from engine.query_input import MAX_QUERY_CHARS, check_query
 from engine.types import Plan, Result
+from kb_store.kb_health import kb_read_errors
 
 VISIT_KINDS: dict[str, str] = {
     "none": "All visits",
@@ -143,11 +145,12 @@ def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[s
         text = st.text_input(
             "Question",
             key=f"ask_{page}",
+            max_chars=MAX_QUERY_CHARS,
             placeholder="e.g. How has patient 3's motor score changed over the last 3 visits?",
         )
         if st.button("Fill in the plan", key=f"parse_{page}", disabled=not text.strip()):
             try:
-                plan = handle.plan(text)
+                plan = handle.plan(check_query(text))
             except ValueError as e:
                 st.error(str(e))
                 return
@@ -219,12 +222,23 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
                 ms = (time.perf_counter() - starts.get(node, time.perf_counter())) * 1000
                 status.write(f"\u2713 {node} ({what}, {ms:.0f} ms)")
 
+        def on_wait(position: int) -> None:
+            status.update(
+                label=f"Waiting for the {backend} model: position {position} in the queue "
+                "(one run at a time)..."
+            )
+
         t0 = time.perf_counter()
         try:
-            result = handle.run(plan, on_node)
+            result = handle.run(plan, on_node, on_wait)
         except ValueError as e:
             status.update(label="The run stopped", state="error", expanded=True)
             st.error(str(e))
+            return None
+        except kb_read_errors() as e:  # the KB vanished or broke under the cached engine
+            services.clear_engines()  # the next run reopens the KB instead of staying broken
+            status.update(label="The run stopped", state="error", expanded=True)
+            st.error(f"The knowledge base could not be read ({e}); press Run again to reopen it.")
             return None
         status.update(
             label=f"Done in {time.perf_counter() - t0:.1f} s, {result.llm_calls} LLM call"

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=["auto", "generic", "marag", "ppmi"], default="auto")
     report.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
     report.add_argument("--json", action="store_true")
+    verify = kb.add_parser("verify", help="check the live KB (files, SQLite, document count)")
+    verify.add_argument("--json", action="store_true")
+    _common(verify)
 
     plan = sub.add_parser("plan", help="parse a query into a plan")
     plan.add_argument("query")

@@ -21,10 +21,6 @@ EMBEDDING_CHOICES = EMBEDDINGS
 PLANNER_CHOICES = ("rules", "llm")
 
 
-def _bool(v: str) -> bool:
-    return v.strip().lower() in {"1", "true", "yes", "on"}
-
-
 @dataclass(frozen=True)
 class Config:
     kb_dir: Path = field(default_factory=lambda: Path.cwd() / ".marag" / "kb")
@@ -56,6 +52,12 @@ class Config:
     roles_file: Path = field(default_factory=lambda: Path.cwd() / ".streamlit" / "roles.toml")
     trusted_network: bool = False  # serve on a network address without sign-in (logged)
     # --- end audit trail and access control ---
+    #: server folders the dashboard's Data page may read (MARAG_DATA_ROOTS, ':'-separated); none =
+    #: reading server paths is off
+    data_roots: tuple[Path, ...] = ()
+    #: pipeline runs one dashboard process runs at once for thread-safe backends (facts, openai);
+    #: the local model always runs one at a time, with a queue
+    max_concurrent_runs: int = 8
 
     @classmethod
     def load(
@@ -63,16 +65,16 @@ class Config:
     ) -> Config:
         """Build from defaults, then MARAG_<FIELD> variables, then non-None `overrides`."""
         env = os.environ if env is None else env
+        cfg = cls()
         values: dict[str, Any] = {}
         for f in fields(cls):
             raw = env.get(f"MARAG_{f.name.upper()}")
             if raw is not None and raw != "":
-                values[f.name] = raw
+                values[f.name] = _coerce(cfg, f.name, raw, from_env=True)
         for k, v in (overrides or {}).items():
             if v is not None:
-                values[k] = v
-        cfg = cls()
-        return replace(cfg, **{k: _coerce(cfg, k, v) for k, v in values.items()}).validated()
+                values[k] = _coerce(cfg, k, v, from_env=False)
+        return replace(cfg, **values).validated()
 
     def validated(self) -> Config:
         if self.llm not in LLM_CHOICES:
@@ -107,19 +109,11 @@ class Config:
         return self.llm == "local" if self.number_safe is None else self.number_safe
 
 
-def _coerce(cfg: Config, name: str, value: Any) -> Any:
+def _coerce(cfg: Config, name: str, value: Any, *, from_env: bool = False) -> Any:
+    """The typed, validated value (engine.config_validation); errors name MARAG_<NAME>."""
+    from engine.config_validation import coerce
+
     known = {f.name for f in fields(cfg)}
     if name not in known:
         raise ValueError(f"unknown configuration key {name!r}")
-    current = getattr(cfg, name)
-    if not isinstance(value, str):
-        return Path(value) if isinstance(current, Path) else value
-    if isinstance(current, bool) or name in {"number_safe", "load_in_4bit", "batch_domain_agents"}:
-        return _bool(value)
-    if isinstance(current, Path):
-        return Path(value).expanduser()
-    if isinstance(current, int):
-        return int(value)
-    if isinstance(current, float):
-        return float(value)
-    return value
+    return coerce(name, getattr(cfg, name), value, from_env=from_env)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from engine.llm.base import LLM, LLMRequest
 from engine.prompts import load_prompt
+from engine.query_input import MAX_ID_DIGITS, QueryInputError
 from engine.state import NodeContext
 from engine.types import ANALYSES, INSTRUMENTS, VISIT_FILTER_RE, Plan
 from engine.vocabulary import WORD_NUMBERS
@@ -26,10 +27,17 @@ class UnknownPatientError(ValueError):
 
 
 _NUM = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
-_SEP = r"\s*(?:,|and|&|or|vs\.?|versus|/)\s*(?:(?:proj(?:ect)?[\s_-]*ids?|patients?|pts?|ids?)\s*)?#?\s*"
+# Possessive quantifiers (`*+`, `++`; Python 3.11) never give back what they matched, so a long run
+# of spaces or separators is scanned once: linear time (the backtracking `\s*...\s*` made a 64 KB
+# query take 44.5 s). Nothing after them can start with what they consumed, so they accept the
+# same texts as the backtracking forms. Ids are ASCII digits only.
+_SEP = (
+    r"\s*+(?:,|and|&|or|vs\.?|versus|/)\s*+(?:(?:proj(?:ect)?[\s_-]*+ids?|patients?|pts?|ids?)"
+    r"\s*+)?#?\s*+"
+)
 PATIENT_RE = re.compile(
-    r"\b(?:proj(?:ect)?[\s_-]*ids?|patients?|participants?|subjects?|pts?|ids?)\s*(?:no\.?\s*)?#?\s*"
-    r"(\d+(?:" + _SEP + r"\d+)*)\b",
+    r"\b(?:proj(?:ect)?[\s_-]*+ids?|patients?|participants?|subjects?|pts?|ids?)\s*+"
+    r"(?:no\.?\s*+)?#?\s*+([0-9]++(?:" + _SEP + r"[0-9]++)*+)\b",
     re.I,
 )
 ALL_PATIENTS_RE = re.compile(
@@ -65,7 +73,11 @@ def parse_patients(query: str) -> tuple[int, ...]:
     """Patient ids written in the query, in first-mention order, without duplicates."""
     out: list[int] = []
     for m in PATIENT_RE.finditer(query):
-        for tok in re.findall(r"\d+", m.group(1)):
+        for tok in re.findall(r"[0-9]+", m.group(1)):
+            if len(tok.lstrip("0")) > MAX_ID_DIGITS:
+                raise QueryInputError(
+                    f"the query names a {len(tok)}-digit patient id; it cannot be a patient id"
+                )
             if int(tok) not in out:
                 out.append(int(tok))
     return tuple(out)
@@ -89,7 +101,9 @@ def parse_visit_filter(query: str) -> str:
         n = _n(m.group(2))
         kind = "first" if m.group(1) == "first" else "last"
         return f"{kind}_{n}_visits"
-    m = re.search(r"\b(visit|session|assessment)\s*(?:number\s*|no\.?\s*|#\s*)?(\d+)\b", q)
+    m = re.search(
+        r"\b(visit|session|assessment)\s*+(?:number\s*+|no\.?\s*+|#\s*+)?([0-9]{1,6})\b", q
+    )
     if m:
         return f"visit_{int(m.group(2))}"
     m = re.search(
@@ -127,12 +141,14 @@ def parse_analysis(query: str, patients: Sequence[int], visit_filter: str) -> st
     """compare/versus between patients -> comparison; cohort words, 'which patient' or 'all
     patients' -> cohort; one patient at one visit -> single_session; otherwise trajectory."""
     compare = bool(COMPARE_RE.search(query))
-    cohortish = bool(COHORT_WORDS_RE.search(query) or WHICH_PATIENT_RE.search(query))
-    if compare and len(patients) >= 2 and not WHICH_PATIENT_RE.search(query):
+    which = bool(WHICH_PATIENT_RE.search(query))
+    every = bool(ALL_PATIENTS_RE.search(query))
+    cohortish = which or bool(COHORT_WORDS_RE.search(query))
+    if compare and len(patients) >= 2 and not which:
         return "comparison"
-    if cohortish or (ALL_PATIENTS_RE.search(query) and not compare):
+    if cohortish or (every and not compare):
         return "cohort"
-    if compare and (len(patients) != 1 or ALL_PATIENTS_RE.search(query)):
+    if compare and (len(patients) != 1 or every):
         return "comparison"
     if len(patients) >= 2:
         return "comparison"
@@ -164,12 +180,17 @@ def parse_statistic(query: str) -> str:
 
 
 def parse_query(query: str) -> Plan:
-    """Rule-based plan. Patients empty = every patient in the KB (also for 'all patients')."""
-    patients = parse_patients(query)
-    vf = parse_visit_filter(query)
-    analysis = parse_analysis(query, patients, vf)
-    stat = parse_statistic(query) if analysis == "cohort" else ""
-    return Plan(patients, analysis, parse_instruments(query), vf, query, stat)
+    """Rule-based plan. Patients empty = every patient in the KB (also for 'all patients').
+
+    Linear in the query's length (every pattern is; whitespace runs are collapsed first), so a
+    long or adversarial text costs one pass per pattern; the CLI and the dashboard also refuse
+    queries over engine.query_input.MAX_QUERY_CHARS before they get here."""
+    text = " ".join(query.split())
+    patients = parse_patients(text)
+    vf = parse_visit_filter(text)
+    analysis = parse_analysis(text, patients, vf)
+    stat = parse_statistic(text) if analysis == "cohort" else ""
+    return Plan(patients, analysis, parse_instruments(text), vf, query, stat)
 
 
 def check_patients(plan: Plan, known: Sequence[int]) -> Plan:

@@ -18,15 +18,9 @@ from engine.types import Plan
 
 
 def _csv_ints(text: str) -> tuple[int, ...]:
-    out = []
-    for tok in text.split(","):
-        tok = tok.strip()
-        if not tok:
-            continue
-        if not tok.isdigit():
-            raise ValueError(f"--patients must be comma-separated integer ids, got {tok!r}")
-        out.append(int(tok))
-    return tuple(out)
+    from engine.query_input import parse_patient_list
+
+    return parse_patient_list(text)
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -45,13 +39,15 @@ def _known_ids(cfg: Config) -> list[int] | None:
 def plan(args: argparse.Namespace, cfg: Config) -> int:
     """Print the plan for a query. Checks ids against the KB when one exists."""
     from engine.plan import check_patients, parse_query
+    from engine.query_input import check_query
 
+    check_query(args.query)
     engine_plan = None
     if cfg.planner == "llm" and cfg.llm != "facts":
         from engine.engine_factory import open_engine
 
         engine_plan = open_engine(cfg).plan(args.query)
-    p = engine_plan or parse_query(args.query)
+    p = engine_plan or parse_query(check_query(args.query))
     known = None if engine_plan else _known_ids(cfg)
     if known is not None:
         check_patients(p, known)
@@ -72,7 +68,7 @@ def plan(args: argparse.Namespace, cfg: Config) -> int:
 def plan_from_args(args: argparse.Namespace, parsed: Plan | None) -> Plan | None:
     """The parsed plan with command-line overrides applied (None when nothing to override)."""
     over: dict[str, Any] = {}
-    if getattr(args, "patients", None):
+    if getattr(args, "patients", None) is not None:  # "" or "," is an error, never "all"
         over["patients"] = _csv_ints(args.patients)
     if getattr(args, "analysis", None):
         over["analysis"] = args.analysis
@@ -92,12 +88,14 @@ def plan_from_args(args: argparse.Namespace, parsed: Plan | None) -> Plan | None
 
 def ask(args: argparse.Namespace, cfg: Config) -> int:
     from engine.engine_factory import open_engine
+    from engine.query_input import check_query
 
-    query = getattr(args, "query", "") or ""
+    query = check_query(getattr(args, "query", "") or "")
+    if getattr(args, "patients", None) is not None:
+        _csv_ints(args.patients)  # a bad list is an error before the engine loads
     engine = open_engine(cfg)
-    overrides = any(
-        getattr(args, k, None)
-        for k in ("patients", "analysis", "instruments", "visits", "statistic")
+    overrides = getattr(args, "patients", None) is not None or any(
+        getattr(args, k, None) for k in ("analysis", "instruments", "visits", "statistic")
     )
     if not query and not overrides:
         raise ValueError("ask needs a QUERY or plan flags (--patients, --analysis, ...)")

@@ -40,6 +40,8 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -49,10 +51,18 @@ from urllib.parse import urlparse
 
 import chromadb
 from chromadb.config import Settings
+from chromadb.errors import ChromaError, InternalError, NotFoundError
 
 from kb_store.defaults import DEFAULT_COLLECTION
 from kb_store.documents import KBDoc, build_documents
 from kb_store.embeddings import make_embedding_function
+from kb_store.kb_health import (
+    KBCorruptError,
+    KBWriteError,
+    one_line,
+    read_json_file,
+    verify_generation,
+)
 from kb_store.model import Session
 
 log = logging.getLogger(__name__)
@@ -61,9 +71,12 @@ POINTER = "CURRENT"
 MANIFEST = "manifest.json"
 HASHES = "hashes.json"  # {doc id: content_hash} of the generation, for the diff without a scan
 LOCK = ".build.lock"
+PARTIAL = ".partial"  # in a generation directory while a build writes it; removed before the switch
 GEN_PREFIX = "gen-"
 EMBED_BATCH = 1000  # texts per embedding call and per upsert (fewer, larger Chroma writes)
 FORMAT_VERSION = 1
+RESOLVE_ATTEMPTS = 20  # server mode: waits for the live collection name during a swap
+RESOLVE_WAIT_S = 0.1
 _EMBEDDING_BY_EF_NAME = {"marag-minilm": "minilm", "marag-hashing": "hashing"}
 
 
@@ -86,12 +99,14 @@ class BuildStats:
     embedded: int = 0  # texts sent to the embedding function
     generation: str = ""  # live generation (embedded) or collection name (server)
     location: str = ""
+    note: str = ""  # e.g. the live generation failed verification and was rebuilt
 
     def line(self) -> str:
         return (
             f"KB {self.location} [{self.generation}]: {self.total} documents "
             f"({self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
             f"{self.deleted} deleted; {self.embedded} embedded) in {self.seconds:.2f} s"
+            + (f"; {self.note}" if self.note else "")
         )
 
     def to_dict(self) -> dict:
@@ -119,8 +134,9 @@ def current_generation(kb_dir: str | Path) -> Path | None:
 
 
 def read_manifest(gen: Path) -> dict:
+    """manifest.json of a generation ({} when absent); a garbled one raises KBCorruptError."""
     try:
-        return json.loads((gen / MANIFEST).read_text(encoding="utf-8"))
+        return read_json_file(gen / MANIFEST)
     except FileNotFoundError:
         return {}
 
@@ -158,8 +174,30 @@ def _persistent_client(path: Path) -> Any:
     return chromadb.PersistentClient(path=str(path), settings=settings())
 
 
+_HELD_LOCKS: set[Path] = set()  # KB directories whose build lock this process holds
+
+
+@contextlib.contextmanager
+def build_lock(kb_dir: str | Path) -> Iterator[None]:
+    """The KB's build lock, held by this process (re-entrant): `marag kb build` takes it before
+    ingest so that two builds never interleave reading sources and writing the KB."""
+    key = Path(kb_dir).resolve()
+    if key in _HELD_LOCKS:
+        yield
+        return
+    with _write_lock(Path(kb_dir)):
+        _HELD_LOCKS.add(key)
+        try:
+            yield
+        finally:
+            _HELD_LOCKS.discard(key)
+
+
 @contextlib.contextmanager
 def _write_lock(kb_dir: Path) -> Iterator[None]:
+    if kb_dir.resolve() in _HELD_LOCKS:
+        yield
+        return
     kb_dir.mkdir(parents=True, exist_ok=True)
     with open(kb_dir / LOCK, "a+") as fh:
         try:
@@ -187,19 +225,30 @@ def build_kb(
     collection: str = DEFAULT_COLLECTION,
     chroma_url: str | None = None,
     embedding_function: Any = None,
+    progress: Any = None,
 ) -> BuildStats:
     """Build or update the KB from sessions (visits assigned). Atomic; unchanged docs not re-embedded.
 
     `embedding_function` overrides `embedding` with a ready Chroma embedding function (tests use it
-    to count or fail embedding calls)."""
+    to count or fail embedding calls). `progress(done, total)` is called before the first and after
+    every embedding batch with the documents embedded so far of those to embed (the dashboard's
+    progress bar)."""
     t0 = time.perf_counter()
     docs = build_documents(sessions)
     ef = (
         embedding_function if embedding_function is not None else make_embedding_function(embedding)
     )
-    if chroma_url:
-        return _build_server(docs, ef, chroma_url, collection, t0)
-    return _build_embedded(docs, ef, Path(kb_dir), collection, t0)
+    try:
+        if chroma_url:
+            return _build_server(docs, ef, chroma_url, collection, t0, progress)
+        return _build_embedded(docs, ef, Path(kb_dir), collection, t0, progress)
+    except (KBBusyError, KBMissingError, KBCorruptError):
+        raise
+    except (OSError, sqlite3.Error, ChromaError) as exc:  # disk full, permissions, Chroma I/O
+        where = getattr(exc, "filename", None) or chroma_url or str(kb_dir)
+        raise KBWriteError(
+            f"{where}: cannot write the KB ({one_line(exc)}); the previous KB is intact"
+        ) from None
 
 
 def _diff(
@@ -225,13 +274,18 @@ def _existing_hashes(col: Any, page: int) -> dict[str, str]:
         offset += page
 
 
-def _write_docs(col: Any, docs: Sequence[KBDoc], ef: Any, max_batch: int) -> int:
+def _write_docs(
+    col: Any, docs: Sequence[KBDoc], ef: Any, max_batch: int, progress: Any = None
+) -> int:
     """Embed and upsert `docs` in batches; returns the number of texts embedded. Documents go in
     length order (longest first), so each model batch holds texts of similar length and pads
-    little, across chunks too (sentence-transformers sorts only within one call)."""
+    little, across chunks too (sentence-transformers sorts only within one call). `progress(done,
+    total)` is called before the first and after every batch."""
     n = 0
     docs = sorted(docs, key=lambda d: (-len(d.text), d.id))
     step = max(1, min(EMBED_BATCH, max_batch))
+    if progress is not None:
+        progress(0, len(docs))
     for k in range(0, len(docs), step):
         chunk = docs[k : k + step]
         vecs = ef([d.text for d in chunk])
@@ -242,6 +296,8 @@ def _write_docs(col: Any, docs: Sequence[KBDoc], ef: Any, max_batch: int) -> int
             metadatas=[d.metadata for d in chunk],
             embeddings=vecs,
         )
+        if progress is not None:
+            progress(n, len(docs))
     return n
 
 
@@ -280,20 +336,42 @@ def _switch_pointer(kb_dir: Path, gen: Path) -> None:
 
 
 def _build_embedded(
-    docs: list[KBDoc], ef: Any, kb_dir: Path, collection: str, t0: float
+    docs: list[KBDoc], ef: Any, kb_dir: Path, collection: str, t0: float, progress: Any = None
 ) -> BuildStats:
     ef_name = ef.name()
     with _write_lock(kb_dir):
         live = current_generation(kb_dir)
-        manifest = read_manifest(live) if live else {}
+        note = ""
+        # remove leftovers of builds that died before switching (marked PARTIAL), and, when
+        # CURRENT names a live generation, superseded ones; never a generation that may be the
+        # only intact KB while CURRENT names a missing one
+        dangling = live is None and (kb_dir / POINTER).exists()
+        for stale in kb_dir.glob(f"{GEN_PREFIX}*"):
+            if live is not None and stale.resolve() == live.resolve():
+                continue
+            if (stale / PARTIAL).exists() or (live is not None and not dangling):
+                shutil.rmtree(stale, ignore_errors=True)
+        if dangling:
+            kept = sorted(p.name for p in kb_dir.glob(f"{GEN_PREFIX}*") if p.is_dir())
+            log.warning("%s names no generation; kept %s untouched", kb_dir / POINTER, kept)
+            note = f"CURRENT named a missing generation; kept {', '.join(kept) or 'nothing'}"
+        try:
+            manifest = read_manifest(live) if live else {}
+        except KBCorruptError as exc:  # rebuilt from scratch below
+            manifest, note = {}, f"{exc}: rebuilt"
         reuse = (
             bool(live)
             and manifest.get("ef") == ef_name
             and manifest.get("collection") == collection
         )
+        if reuse and live is not None:
+            health = verify_generation(live, collection)
+            if not health.ok:  # never call a damaged generation "unchanged" or copy it
+                reuse = False
+                note = f"live {live.name} failed verification ({health.problems[0]}); rebuilt"
         existing: dict[str, str] = {}
         if reuse and live is not None and (live / HASHES).is_file():
-            existing = json.loads((live / HASHES).read_text(encoding="utf-8"))
+            existing = read_json_file(live / HASHES)
         elif reuse and live is not None:
             client = _persistent_client(live)
             try:
@@ -315,21 +393,17 @@ def _build_embedded(
                 live.name,
                 str(kb_dir),
             )
-        # remove leftovers of builds that died before switching (never the live generation)
-        for stale in kb_dir.glob(f"{GEN_PREFIX}*"):
-            if live is None or stale.resolve() != live.resolve():
-                shutil.rmtree(stale, ignore_errors=True)
         new = _next_generation(kb_dir)
         client = None
         try:
+            new.mkdir(parents=True)
+            (new / PARTIAL).write_text(f"{os.getpid()}\n", encoding="utf-8")
             if reuse and live is not None:
-                shutil.copytree(live, new)
-            else:
-                new.mkdir(parents=True)
+                shutil.copytree(live, new, dirs_exist_ok=True)
             client = _persistent_client(new)
             col = client.get_or_create_collection(collection, embedding_function=ef)
             batch = client.get_max_batch_size()
-            embedded = _write_docs(col, [*added, *updated], ef, batch)
+            embedded = _write_docs(col, [*added, *updated], ef, batch, progress)
             _delete(col, deleted, batch)
             count = col.count()
             if count != len(docs):
@@ -356,6 +430,7 @@ def _build_embedded(
                 ),
                 encoding="utf-8",
             )
+            (new / PARTIAL).unlink()
             _switch_pointer(kb_dir, new)
         except BaseException:
             if client is not None:
@@ -374,10 +449,13 @@ def _build_embedded(
             embedded,
             new.name,
             str(kb_dir),
+            note,
         )
 
 
-def _build_server(docs: list[KBDoc], ef: Any, url: str, collection: str, t0: float) -> BuildStats:
+def _build_server(
+    docs: list[KBDoc], ef: Any, url: str, collection: str, t0: float, progress: Any = None
+) -> BuildStats:
     client = _http_client(url)
     batch = client.get_max_batch_size()
     try:
@@ -406,7 +484,7 @@ def _build_server(docs: list[KBDoc], ef: Any, url: str, collection: str, t0: flo
                 metadatas=got["metadatas"],
                 embeddings=got["embeddings"],
             )
-        embedded = _write_docs(staging, [*added, *updated], ef, batch)
+        embedded = _write_docs(staging, [*added, *updated], ef, batch, progress)
         if staging.count() != len(docs):
             raise RuntimeError(
                 f"KB build check failed: staging has {staging.count()} documents, expected {len(docs)}"
@@ -478,6 +556,7 @@ class ChromaKB:
         self._client: Any = None
         self._col: Any = None
         self._patients: list[int] | None = None
+        self._lock = threading.RLock()  # reopening is shared by the threads of a dashboard
         self._open()
 
     def excluded_sessions(self) -> list[dict]:
@@ -498,9 +577,19 @@ class ChromaKB:
         if self.chroma_url:
             self._client = _http_client(self.chroma_url)
             self.generation = self.collection_name
-            self._col = self._client.get_collection(
-                self.collection_name, embedding_function=make_embedding_function(self.embedding)
-            )
+            # a rebuild swaps the collection by two renames: between them the name is briefly
+            # absent, so wait a moment for the live one
+            for attempt in range(RESOLVE_ATTEMPTS):
+                try:
+                    self._col = self._client.get_collection(
+                        self.collection_name,
+                        embedding_function=make_embedding_function(self.embedding),
+                    )
+                    return
+                except NotFoundError:
+                    if attempt == RESOLVE_ATTEMPTS - 1:
+                        raise
+                    time.sleep(RESOLVE_WAIT_S)
             return
         gen = current_generation(self.kb_dir)
         if gen is None:
@@ -519,11 +608,20 @@ class ChromaKB:
             )
         self.embedding = built if built in ("minilm", "hashing") else self.requested_embedding
         self._manifest = manifest
-        self._client = _persistent_client(gen)
+        try:
+            self._client = _persistent_client(gen)
+            self._col = self._client.get_collection(
+                self.collection_name, embedding_function=make_embedding_function(self.embedding)
+            )
+        except Exception as exc:  # noqa: BLE001 - chromadb InternalError / sqlite errors
+            if self._client is not None:
+                _release(self._client)
+            self._client = self._col = None
+            raise KBCorruptError(
+                f"{gen / 'chroma.sqlite3'}: the KB cannot be opened ({one_line(exc)}); "
+                "check it with `marag kb verify`, rebuild with `marag kb build`"
+            ) from None
         self.generation = gen.name
-        self._col = self._client.get_collection(
-            self.collection_name, embedding_function=make_embedding_function(self.embedding)
-        )
 
     def _collection(self) -> Any:
         if not self.chroma_url:
@@ -531,8 +629,10 @@ class ChromaKB:
             if gen is None:
                 raise KBMissingError(f"knowledge base at {self.kb_dir} disappeared")
             if gen.name != self.generation:
-                self.close()
-                self._open()
+                with self._lock:  # one reopen when several threads notice the new generation
+                    if gen.name != self.generation:
+                        self.close()
+                        self._open()
         return self._col
 
     def close(self) -> None:
@@ -540,24 +640,52 @@ class ChromaKB:
             _release(self._client)
         self._client = self._col = None
 
+    def _with_retry(self, op: Any) -> Any:
+        """Run `op(collection)`; when the collection vanished under it (a rebuild by another
+        process swapped the server collection, or replaced the embedded generation), re-resolve
+        the live collection and run it once more."""
+        col = self._collection()
+        try:
+            return op(col)
+        except (NotFoundError, InternalError, ValueError) as exc:
+            if isinstance(exc, KBCorruptError | KBMissingError):
+                raise
+            log.info("KB collection changed under a read (%s); re-resolving", one_line(exc))
+            with self._lock:
+                if self._col is col:  # another thread may have re-resolved already
+                    self.close()
+                    self._open()
+            return op(self._collection())
+
     # -- KBReader -----------------------------------------------------------------------------
     def patient_ids(self) -> list[int]:
         col = self._collection()
+        if self.chroma_url and self._patients is not None:
+            # the cache belongs to one collection id: a rebuild elsewhere makes a new one
+            try:
+                live_id = self._client.get_collection(self.collection_name).id
+            except NotFoundError:
+                live_id = None
+            if live_id != col.id:
+                self.close()
+                self._open()
         if self._patients is None:
             if not self.chroma_url and "patients" in getattr(self, "_manifest", {}):
                 self._patients = [int(p) for p in self._manifest["patients"]]
             else:
-                ids: set[int] = set()
-                page = self._client.get_max_batch_size()
-                offset = 0
-                while True:
-                    got = col.get(include=["metadatas"], limit=page, offset=offset)
-                    ids.update(int(m["proj_id"]) for m in got["metadatas"])
-                    if len(got["ids"]) < page:
-                        break
-                    offset += page
-                self._patients = sorted(ids)
+                self._patients = self._with_retry(self._scan_patients)
         return list(self._patients)
+
+    def _scan_patients(self, col: Any) -> list[int]:
+        ids: set[int] = set()
+        page = self._client.get_max_batch_size()
+        offset = 0
+        while True:
+            got = col.get(include=["metadatas"], limit=page, offset=offset)
+            ids.update(int(m["proj_id"]) for m in got["metadatas"])
+            if len(got["ids"]) < page:
+                return sorted(ids)
+            offset += page
 
     def session_docs(self, proj_id: int, instruments: Sequence[str] | None = None) -> list[KBDoc]:
         return self._fetch(proj_id, "session", instruments)
@@ -572,7 +700,7 @@ class ChromaKB:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
-        got = self._collection().get(ids=ids, include=["documents", "metadatas"])
+        got = self._with_retry(lambda c: c.get(ids=ids, include=["documents", "metadatas"]))
         by_id = {
             i: KBDoc(i, t, dict(m))
             for i, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
@@ -580,17 +708,19 @@ class ChromaKB:
         return [by_id[i] for i in ids if i in by_id]
 
     def count(self) -> int:
-        return int(self._collection().count())
+        return int(self._with_retry(lambda c: c.count()))
 
     def query(
         self, text: str, n_results: int = 5, where: dict | None = None
     ) -> list[tuple[KBDoc, float]]:
         """Similarity search (dashboard/evaluation only; the pipeline never uses it)."""
-        res = self._collection().query(
-            query_texts=[text],
-            n_results=n_results,
-            where=where,
-            include=["documents", "metadatas", "distances"],
+        res = self._with_retry(
+            lambda c: c.query(
+                query_texts=[text],
+                n_results=n_results,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
         )
         return [
             (KBDoc(i, t, dict(m)), float(d))
@@ -611,8 +741,8 @@ class ChromaKB:
         documents); granularity and instrument, which match about half of a large collection
         each, are then checked exactly here: at 20,000 documents the full `$and` filter took
         187 ms per patient in Chroma, `{"proj_id": p}` 24 ms (bench/README.md)."""
-        got = self._collection().get(
-            where={"proj_id": int(proj_id)}, include=["documents", "metadatas"]
+        got = self._with_retry(
+            lambda c: c.get(where={"proj_id": int(proj_id)}, include=["documents", "metadatas"])
         )
         wanted = set(instruments or ())
         docs = [

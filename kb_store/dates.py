@@ -6,9 +6,13 @@ ingest path accepts the same formats and rejects the same junk with the same rea
 Accepted (time and time-zone parts are kept aside, never used for the date):
 - ISO and ISO-like: 2021-03-15, 2021/03/15, 2021.03.15, 20210315, 2021-03-15 13:54:00,
   2021-03-15T13:54:00Z, 2021-03-15T13:54:00.123+02:00
-- numeric day/month with a 4-digit year: 03/15/2021 and 03-15-2021 are read month-first (US, as PPMI
-  and most EHR exports write them); when the first number is > 12 the text is read day-first
-  (15/03/2021). Dots are read day-first (15.03.2021, the European convention).
+- numeric day/month with a 4-digit year (03/15/2021, 15/03/2021, 15.03.2021): the order is decided
+  per file column, never per cell (`decide_order`): a value whose first number is > 12 shows the
+  column is day-first, one whose second number is > 12 that it is month-first, and that order is
+  applied to every value of the column. Slash/dash dates and dotted dates are decided separately;
+  without evidence slash/dash dates are read month-first (US, PPMI) and the caller warns, dotted
+  dates day-first (the European convention). A column holding both orders rejects its ambiguous
+  values (`AmbiguousDateError`). Only ASCII digits are read (no Arabic-Indic or full-width digits).
 - month names: Mar 15 2021, March 15, 2021, 15 Mar 2021, 15-Mar-2021, 2021-Mar-15
 - month only: 03/2021, 3/2021, 2021-03, Mar 2021, March 2021 -> the first of the month with
   `precision == "month"` (PPMI INFODT is MM/YYYY); callers warn about the precision.
@@ -21,7 +25,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 MONTHS = {
     m: i + 1
@@ -49,6 +54,27 @@ class DateParseError(ValueError):
     """The text is not a date this module accepts; the message says why."""
 
 
+class AmbiguousDateError(DateParseError):
+    """A numeric date like 03/04/2021 in a column that holds both day-first and month-first dates."""
+
+
+@dataclass
+class DateOrder:
+    """The day/month order of the numeric dates of one column, decided from unambiguous values.
+
+    `order[group]` is "dmy" or "mdy" for group "slash" (/ and -) and "dot" (.); `evidence[(group,
+    order)]` the first raw value that shows it; `conflict` the groups that show both orders;
+    `ambiguous[group]` the values of the group that only the decided order can read."""
+
+    order: dict[str, str] = field(default_factory=lambda: {"slash": "mdy", "dot": "dmy"})
+    evidence: dict[tuple[str, str], str] = field(default_factory=dict)
+    conflict: set[str] = field(default_factory=set)
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+
+    def decided(self, group: str) -> bool:
+        return any(g == group for g, _ in self.evidence)
+
+
 @dataclass(frozen=True)
 class ParsedDate:
     date: dt.date
@@ -58,7 +84,7 @@ class ParsedDate:
 
 
 _TIME = r"(?:[ T](?P<time>\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(?:[AaPp][Mm])?(?:Z|[+-]\d{2}:?\d{2})?)?"
-_ISO = re.compile(r"^(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})" + _TIME + r"$")
+_ISO = re.compile(r"^(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})" + _TIME + r"$", re.ASCII)
 _COMPACT = re.compile(r"^(?P<y>(?:19|20)\d{2})(?P<m>\d{2})(?P<d>\d{2})$")
 _NUMERIC = re.compile(
     r"^(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})" + _TIME + r"$"
@@ -90,11 +116,55 @@ def _month(name: str, raw: str) -> int:
     return m
 
 
-def parse_date(raw: object) -> ParsedDate:
-    """Parse one raw cell; raise `DateParseError` with the reason when it is not a usable date."""
+def numeric_parts(raw: object) -> tuple[int, int, str] | None:
+    """(first number, second number, group) of a numeric day/month date, else None."""
+    text = "" if raw is None else str(raw).strip()
+    m = _NUMERIC.match(text) if text.isascii() else None
+    if m is None:
+        return None
+    return int(m["a"]), int(m["b"]), "dot" if m["sep"] == "." else "slash"
+
+
+def decide_order(values: Iterable[object]) -> DateOrder:
+    """Decide the day/month order of a column from its unambiguous numeric dates."""
+    out = DateOrder()
+    seen: dict[str, set[str]] = {}
+    for raw in values:
+        parts = numeric_parts(raw)
+        if parts is None:
+            continue
+        a, b, group = parts
+        text = str(raw).strip()
+        if a > 12 and b <= 12:
+            shown = "dmy"
+        elif b > 12 and a <= 12:
+            shown = "mdy"
+        else:
+            if a != b and a <= 12:
+                out.ambiguous.setdefault(group, []).append(text)
+            continue
+        seen.setdefault(group, set()).add(shown)
+        out.evidence.setdefault((group, shown), text)
+    for group, orders in seen.items():
+        if len(orders) > 1:
+            out.conflict.add(group)
+        else:
+            out.order[group] = next(iter(orders))
+    return out
+
+
+def parse_date(raw: object, order: DateOrder | None = None) -> ParsedDate:
+    """Parse one raw cell; raise `DateParseError` with the reason when it is not a usable date.
+
+    `order` is the column's decided day/month order (`decide_order`); without it a numeric date is
+    read day-first when dotted or when its first number is > 12, else month-first."""
     text = "" if raw is None else str(raw).strip()
     if not text:
         raise DateParseError("blank date")
+    if not text.isascii():
+        raise DateParseError(
+            f"{text!r} holds characters other than ASCII (digits must be written 0-9)"
+        )
     if m := _ISO.match(text):
         d = _make(int(m["y"]), int(m["m"]), int(m["d"]), text)
         return ParsedDate(d, "day", m["time"] or "", text)
@@ -102,10 +172,23 @@ def parse_date(raw: object) -> ParsedDate:
         return ParsedDate(_make(int(m["y"]), int(m["m"]), int(m["d"]), text), "day", "", text)
     if m := _NUMERIC.match(text):
         a, b, y = int(m["a"]), int(m["b"]), int(m["y"])
-        if m["sep"] == "." or a > 12:
-            day, month = a, b  # day-first: dotted European dates, or a first number > 12
+        group = "dot" if m["sep"] == "." else "slash"
+        if a > 12:
+            first = "dmy"
+        elif b > 12 or a == b:
+            first = "mdy"
+        elif order is not None and group in order.conflict:
+            dmy = order.evidence.get((group, "dmy"), "")
+            mdy = order.evidence.get((group, "mdy"), "")
+            raise AmbiguousDateError(
+                f"{text!r} could be day-first or month-first: this column holds both "
+                f"day-first ({dmy!r}) and month-first ({mdy!r}) dates; write ISO dates (YYYY-MM-DD)"
+            )
+        elif order is not None:
+            first = order.order[group]
         else:
-            month, day = a, b  # month-first (US / PPMI)
+            first = "dmy" if group == "dot" else "mdy"
+        day, month = (a, b) if first == "dmy" else (b, a)
         return ParsedDate(_make(y, month, day, text), "day", m["time"] or "", text)
     if m := _MONTH_ONLY.match(text):
         return ParsedDate(_make(int(m["y"]), int(m["m"]), 1, text), "month", "", text)

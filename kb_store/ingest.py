@@ -20,7 +20,7 @@ from pathlib import Path
 from kb_store.ingest_generic import Table, looks_generic, parse_generic, read_table
 from kb_store.ingest_marag import marag_kind, parse_marag
 from kb_store.ingest_ppmi import looks_ppmi, parse_ppmi
-from kb_store.ingest_report import IngestResult
+from kb_store.ingest_report import BLOCKING_RULES, IngestResult
 from kb_store.model import Session, ValidationIssue
 from kb_store.validation import (
     IngestError,
@@ -31,7 +31,14 @@ from kb_store.validation import (
 )
 from kb_store.visits import assign_visits
 
-__all__ = ["FORMATS", "IngestError", "IngestResult", "detect_format", "load_sources"]
+__all__ = [
+    "BLOCKING_RULES",
+    "FORMATS",
+    "IngestError",
+    "IngestResult",
+    "detect_format",
+    "load_sources",
+]
 
 FORMATS = ("auto", "generic", "marag", "ppmi")
 CSV_SUFFIXES = (".csv", ".txt", ".tsv")
@@ -48,9 +55,26 @@ def detect_format(table: Table) -> str | None:
     return None
 
 
+def source_names(files: Sequence[Path]) -> dict[Path, str]:
+    """The key of each file in reports and sources: its base name, or its full path when another
+    source of the call has the same base name (two folders, two uploads named alike), so that no
+    two sources share a key (rows would overwrite or double-count each other)."""
+    by_name: dict[str, set[Path]] = defaultdict(set)
+    for f in files:
+        by_name[f.name].add(f.resolve())
+    return {f: f.name if len(by_name[f.name]) == 1 else str(f.resolve()) for f in files}
+
+
+def _one_line(text: str, limit: int = 40) -> str:
+    """A header name for a one-line message: control characters escaped, cut to `limit`."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out if len(out) <= limit else out[:limit] + "..."
+
+
 def _expand(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
     """(file, named explicitly) pairs; a folder contributes its .csv/.txt/.tsv files (sorted, not
-    recursive, hidden files skipped)."""
+    recursive, hidden files skipped). A file reached twice (named twice, or named and inside a
+    named folder) is read once."""
     out: list[tuple[Path, bool]] = []
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -69,7 +93,13 @@ def _expand(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
             out.append((p, True))
         else:
             raise IngestError(f"{p}: no such file or folder")
-    return out
+    seen: set[Path] = set()
+    unique = []
+    for f, explicit in out:
+        if f.resolve() not in seen:
+            seen.add(f.resolve())
+            unique.append((f, explicit))
+    return unique
 
 
 def load_sources(
@@ -93,8 +123,11 @@ def load_sources(
     tables: list[tuple[Table, str]] = []
     ppmi_tables: list[Table] = []
     skipped: list[str] = []
+    names = source_names([f for f, _ in files])
+    read: list[Table] = []
     for path, explicit in files:
-        table = read_table(path)
+        table = read_table(path, names[path])
+        read.append(table)
         kind = detect_format(table) if fmt == "auto" else fmt
         if kind == "marag" and marag_kind(table) is None:
             kind = None
@@ -112,10 +145,15 @@ def load_sources(
                     "marag": "a MA-RAG study CSV",
                     "ppmi": "a PPMI export (PATNO, EVENT_ID)",
                 }[fmt]
-            heads = ", ".join(table.header[:8]) + (", ..." if len(table.header) > 8 else "")
+            heads = ", ".join(_one_line(h) for h in table.header[:8]) + (
+                ", ..." if len(table.header) > 8 else ""
+            )
             if explicit:
+                # the header cells are file content: named by count only (a server path may point
+                # at any text file; its content must not reach an error message)
                 raise IngestError(
-                    f"{path}: cannot detect the format: headers [{heads}] are not {expected}"
+                    f"{path}: cannot detect the format: not {expected} (judged by its "
+                    f"{len(table.header)} header names)"
                 )
             issues.append(
                 issue(
@@ -157,6 +195,8 @@ def load_sources(
             )
             skipped.append(t.name)
         tables = [(t, k) for t, k in tables if t not in not_parts]
+    for t in read:
+        issues += t.late_issues
     sessions, out_issues = reject_date_outliers(sessions)
     issues += out_issues
     sessions, dup_issues = reject_duplicates(sessions)
@@ -177,6 +217,17 @@ def _account_rows(
     file_level_errors = {i.file for i in issues if i.row is None and i.severity == "error"}
     out = []
     for t, _ in tables:
+        if t.lines != t.header_lines + t.row_lines:
+            out.append(
+                issue(
+                    t.name,
+                    None,
+                    None,
+                    "unaccounted_line",
+                    f"the file has {t.lines} lines but its header, rows and blank lines account "
+                    f"for {t.header_lines + t.row_lines} (ingest bug); build refused",
+                )
+            )
         if t.name in file_level_errors:
             continue
         for rownum, _cells in t.rows:
@@ -203,11 +254,12 @@ def _stats(
     covered = {ref for s in sessions for ref in source_refs(s)}
     files = []
     for t, kind in tables:
-        rows = [(t.name, r) for r, _ in t.rows]
+        rows = [(t.name, r) for r, _ in t.rows] + [(t.name, r) for r in t.broken_rows]
         files.append(
             {
                 "file": t.name,
                 "format": kind,
+                "lines": t.lines,
                 "rows_read": len(rows),
                 "blank_rows": t.blank_rows,
                 "sessions": sum(1 for s in sessions if s.source.file == t.name),
@@ -225,6 +277,7 @@ def _stats(
     return {
         "files": files,
         "files_skipped": skipped,
+        "lines": sum(f["lines"] for f in files),
         "rows_read": sum(f["rows_read"] for f in files),
         "blank_rows": sum(f["blank_rows"] for f in files),
         "sessions": len(sessions),

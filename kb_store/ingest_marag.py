@@ -29,7 +29,7 @@ from kb_store.ingest_generic import (
 )
 from kb_store.model import Session, ValidationIssue
 from kb_store.profiles import load_profile, normalise_column
-from kb_store.validation import IngestError, is_blank, issue
+from kb_store.validation import IngestError, is_blank, issue, plain_float
 
 UPDRS_PROFILE = "marag-updrs44"
 UPDRS_MAX_TOTAL = 176.0
@@ -67,7 +67,7 @@ def marag_kind(table: Table) -> str | None:
 
 def _number(raw: str) -> float | None:
     try:
-        v = float(raw)
+        v = plain_float(raw)
     except ValueError:
         return None
     return v if v == v else None

@@ -38,7 +38,7 @@ from kb_store.ingest_generic import (
 )
 from kb_store.model import Session, SourceRef, ValidationIssue
 from kb_store.profiles import Profile, load_profile, normalise_column
-from kb_store.validation import is_blank, issue
+from kb_store.validation import is_blank, issue, plain_float
 
 PROFILE = "mds-updrs"
 PARTS = ("I", "I-patient", "II", "III", "IV")
@@ -344,7 +344,7 @@ def _read_part_rows(
                     extra[key] = cells[cols[norm]].strip()
             if nhy_col is not None and not is_blank(cells[nhy_col]):
                 try:
-                    nhy = float(cells[nhy_col])
+                    nhy = plain_float(cells[nhy_col])
                     extra["hoehn_yahr"] = None if nhy == NOT_RATED_CODE else nhy
                     if nhy == NOT_RATED_CODE:
                         extra["hoehn_yahr_note"] = "not rated (101)"
@@ -360,7 +360,7 @@ def _read_part_rows(
                     )
         if total_col is not None and not is_blank(cells[total_col]):
             try:
-                total = float(cells[total_col])
+                total = plain_float(cells[total_col])
                 s = sum(v for v in items.values() if v is not None)
                 if abs(total - s) > 1e-6:
                     issues.append(
@@ -400,7 +400,7 @@ def parse_ppmi(
     skipped: list[Table] = []
     parts_seen: set[str] = set()
     for t in tables:
-        part = part_from_name(t.name)
+        part = part_from_name(t.path.name)
         if part is not None:
             codes = _part_codes(part)
             have = set(item_columns(t, load_profile(PROFILE))[0])

@@ -30,6 +30,16 @@ class IngestResult:
     def warnings(self) -> list[ValidationIssue]:
         return [i for i in self.issues if i.severity == "warning"]
 
+    @property
+    def blocking(self) -> list[ValidationIssue]:
+        """Issues that make a KB build refuse: rows a file could not be split into reliably, or
+        lines and rows that do not reconcile (a build would lose them)."""
+        return [i for i in self.issues if i.rule in BLOCKING_RULES]
+
+
+#: rules after which a build refuses (the rows of the file cannot be trusted to be complete)
+BLOCKING_RULES = frozenset({"broken_quote", "unaccounted_row", "unaccounted_line"})
+
 
 def _sorted_issues(issues: Iterable[ValidationIssue]) -> list[ValidationIssue]:
     return sorted(issues, key=lambda i: (i.file, i.row if i.row is not None else -1, i.rule))

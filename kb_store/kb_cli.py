@@ -1,4 +1,4 @@
-"""`marag kb synth | build | report`: the knowledge-base subcommands (engine.cli dispatches here
+"""`marag kb synth | build | report | verify`: the knowledge-base subcommands (engine.cli dispatches here
 with the parsed arguments and the `KBSettings` that engine.config built from flags and MARAG_*).
 
 Owns what each command prints and writes; the work itself lives in kb_store.synth (cohort),
@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 from kb_store import synth as synth_mod
@@ -85,6 +86,15 @@ def write_reports(result: IngestResult, kb_dir: Path) -> tuple[Path, Path]:
 
 
 def build(args: argparse.Namespace, kb: KBSettings) -> int:
+    from kb_store.chroma_kb import build_lock
+
+    if kb.chroma_url:
+        return _build(args, kb)
+    with build_lock(kb.kb_dir):  # taken before ingest: one build at a time, sources to switch
+        return _build(args, kb)
+
+
+def _build(args: argparse.Namespace, kb: KBSettings) -> int:
     if args.if_missing and kb.exists():
         print(
             f"KB already exists at {kb.location} (collection {kb.collection}); "
@@ -94,6 +104,14 @@ def build(args: argparse.Namespace, kb: KBSettings) -> int:
     result = load(args, kb)
     for ln in summary_lines(result):
         print(ln)
+    if result.blocking:
+        first = result.blocking[0]
+        where = f"{first.file}, row {first.row}" if first.row is not None else first.file
+        raise SourceError(
+            f"build refused: {len(result.blocking)} row(s) could not be read reliably "
+            f"(first: {where}: [{first.rule}]); the build would lose them. Fix the file "
+            "(`marag kb report` lists them); the KB is unchanged"
+        )
     if not result.sessions:
         sev = Counter(i.severity for i in result.issues)
         raise SourceError(
@@ -106,6 +124,20 @@ def build(args: argparse.Namespace, kb: KBSettings) -> int:
     write_excluded(excluded_from_ingest(result, resolve_sources(args.source)), Path(kb.kb_dir))
     print(f"full validation report: {txt} (JSON: {js})")
     print(stats.line())
+    return 0
+
+
+def verify(args: argparse.Namespace, kb: KBSettings) -> int:
+    """`marag kb verify`: check the live KB; exit 0 when healthy, else 2 naming the file."""
+    from kb_store.kb_health import KBCorruptError, verify_kb
+
+    v = verify_kb(kb.kb_dir, collection=kb.collection, chroma_url=kb.chroma_url)
+    if getattr(args, "json", False):
+        print(json.dumps({"ok": v.ok, **asdict(v)}, indent=1))
+    elif v.ok:
+        print(v.line())
+    if not v.ok:
+        raise KBCorruptError(v.line())
     return 0
 
 

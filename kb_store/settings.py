@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb_store.defaults import DEFAULT_COLLECTION
 
@@ -49,8 +49,9 @@ class KBSettings:
             chroma_url=self.chroma_url,
         )
 
-    def build(self, sessions: Sequence[Session]) -> BuildStats:
-        """Build or update the KB from validated sessions (atomic; see kb_store.chroma_kb)."""
+    def build(self, sessions: Sequence[Session], progress: Any = None) -> BuildStats:
+        """Build or update the KB from validated sessions (atomic; see kb_store.chroma_kb).
+        `progress(done, total)`: documents embedded so far (the dashboard's progress bar)."""
         from kb_store.chroma_kb import build_kb
 
         return build_kb(
@@ -59,4 +60,5 @@ class KBSettings:
             embedding=self.embedding,
             collection=self.collection,
             chroma_url=self.chroma_url,
+            progress=progress,
         )

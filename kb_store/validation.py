@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from kb_store.dates import DateParseError, ParsedDate, parse_date
+from kb_store.dates import AmbiguousDateError, DateOrder, DateParseError, ParsedDate, parse_date
 from kb_store.model import Session, ValidationIssue
 from kb_store.profiles import Item
 
@@ -37,6 +38,11 @@ OUTLIER_GAP_DAYS = 5 * 365 + 1
 OUTLIER_MIN_OTHERS = 2
 #: Cell texts read as blank (missing) item values.
 BLANKS = frozenset({"", "NA", "N/A", "NAN", "NULL", "NONE", "-", "."})
+#: Patient ids: ASCII digits, optionally a spreadsheet's ".0"; at most a 64-bit integer.
+_PATIENT_ID_RE = re.compile(r"([0-9]+)(?:\.0+)?")
+MAX_PATIENT_ID = 2**63 - 1
+#: Item values: a plain decimal number in ASCII (no exponent, underscore, other digit scripts).
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 #: Cell texts that mean "not rated / unable to rate": missing, with a warning.
 NOT_RATED = frozenset({"UR", "NR", "NOT RATED", "UNABLE TO RATE"})
 
@@ -55,9 +61,14 @@ RULES: dict[str, tuple[str, str]] = {
     "ignored_column": ("info", "a known column not used for sessions (reason given)"),
     "missing_item_column": ("warning", "an item of the instrument has no column: always missing"),
     "ppmi_missing_part": ("warning", "a PPMI part file is absent: those domains stay missing"),
-    "encoding": ("info", "the file was not UTF-8 and was decoded as Windows-1252"),
+    "encoding": ("info", "the file was not UTF-8 and was decoded as UTF-16 or Windows-1252"),
     # row shape
     "short_row": ("warning", "the row has fewer cells than the header; absent cells are blank"),
+    "broken_quote": (
+        "error",
+        "a stray quote made the CSV reader merge following lines into one cell: the row is "
+        "rejected, the merged lines are read as their own rows, and a build refuses",
+    ),
     "extra_cells": (
         "warning",
         "the row has more cells than the header; the extra cells are ignored",
@@ -67,6 +78,15 @@ RULES: dict[str, tuple[str, str]] = {
     "non_integer_patient_id": ("error", "patient id is not a non-negative integer"),
     "missing_date": ("error", "blank session date"),
     "unparseable_date": ("error", "session date in no recognised format"),
+    "ambiguous_date": (
+        "error",
+        "a numeric date readable both ways in a column that holds day-first and month-first dates",
+    ),
+    "ambiguous_date_order": (
+        "warning",
+        "no date of the column shows its day/month order: its numeric dates are read month-first",
+    ),
+    "date_order": ("info", "the day/month order of a column, decided from its unambiguous dates"),
     "month_precision_date": ("warning", "month-only date (MM/YYYY) read as the 1st of the month"),
     "implausible_date": ("error", "session date before 1990-01-01"),
     "future_date": ("error", "session date after today"),
@@ -109,6 +129,7 @@ RULES: dict[str, tuple[str, str]] = {
     # visits
     "visit_joined": ("info", "a session joined a visit of another instrument within the window"),
     "same_instrument_in_window": ("info", "two sessions of one instrument in one window: 2 visits"),
+    "unaccounted_line": ("error", "internal: physical lines and rows of a file do not reconcile"),
     "unaccounted_row": ("error", "internal: a data row made no session and no issue"),
 }
 
@@ -136,22 +157,40 @@ def is_blank(raw: object) -> bool:
     return raw is None or str(raw).strip().upper() in BLANKS
 
 
+def _show(text: str, limit: int = 40) -> str:
+    """A cell for a message: repr, cut to `limit` characters (a 5000-digit id stays one line)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 def parse_patient_id(raw: object) -> int:
-    """Integer patient id; '12.0' (a float-formatted integer) is accepted as 12."""
+    """Exact integer patient id written with ASCII digits; '12.0' (a spreadsheet-formatted integer)
+    is read as 12. Never through float(): '1e1', '1_0', '-0', '+3', Arabic-Indic or full-width
+    digits and ids beyond MAX_PATIENT_ID (Chroma stores ids as 64-bit integers) are rejected."""
     text = "" if raw is None else str(raw).strip()
     if is_blank(text):
         raise CellError("missing_patient_id", "blank patient id")
-    try:
-        value = float(text)
-    except ValueError:
+    m = _PATIENT_ID_RE.fullmatch(text)
+    if m is None:
         raise CellError(
-            "non_integer_patient_id", f"patient id {text!r} is not an integer"
-        ) from None
-    if not math.isfinite(value) or not value.is_integer() or value < 0:
-        raise CellError(
-            "non_integer_patient_id", f"patient id {text!r} is not a non-negative integer"
+            "non_integer_patient_id",
+            f"patient id {_show(text)} is not a non-negative integer written with digits 0-9",
         )
-    return int(value)
+    digits = m.group(1).lstrip("0") or "0"
+    if len(digits) > 19 or int(digits) > MAX_PATIENT_ID:
+        raise CellError(
+            "non_integer_patient_id",
+            f"patient id {_show(text)} is larger than {MAX_PATIENT_ID} (64-bit limit)",
+        )
+    return int(digits)
+
+
+def plain_float(raw: object) -> float:
+    """float() of a plain ASCII decimal number; ValueError for anything else ('1e1', '1_0', 'inf',
+    Arabic-Indic or full-width digits, which float() would accept)."""
+    text = "" if raw is None else str(raw).strip()
+    if not _NUMBER_RE.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
 
 
 def parse_item_value(
@@ -163,10 +202,13 @@ def parse_item_value(
         return None
     if text.upper() in NOT_RATED:
         raise CellError("not_rated", f"{item.code} = {text!r}: not rated, kept missing")
+    if not _NUMBER_RE.fullmatch(text):
+        why = "digits must be written 0-9" if not text.isascii() else "not a plain decimal number"
+        raise CellError("non_numeric", f"{item.code} = {_show(text)} is not a number ({why})")
     try:
         value = float(text)
     except ValueError:
-        raise CellError("non_numeric", f"{item.code} = {text!r} is not a number") from None
+        raise CellError("non_numeric", f"{item.code} = {_show(text)} is not a number") from None
     if not math.isfinite(value):
         raise CellError("non_numeric", f"{item.code} = {text!r} is not a finite number")
     if value in not_rated_codes:
@@ -179,13 +221,16 @@ def parse_item_value(
     return value
 
 
-def parse_session_date(raw: object, today: dt.date) -> ParsedDate:
-    """Parsed date that passed the plausibility rules; raises `CellError` naming the rule."""
+def parse_session_date(raw: object, today: dt.date, order: DateOrder | None = None) -> ParsedDate:
+    """Parsed date that passed the plausibility rules; raises `CellError` naming the rule.
+    `order` is the column's day/month order (kb_store.dates.decide_order)."""
     text = "" if raw is None else str(raw).strip()
     if not text:
         raise CellError("missing_date", "blank session date")
     try:
-        pd_ = parse_date(text)
+        pd_ = parse_date(text, order)
+    except AmbiguousDateError as exc:
+        raise CellError("ambiguous_date", str(exc)) from None
     except DateParseError as exc:
         raise CellError("unparseable_date", str(exc)) from None
     if pd_.date < EARLIEST_DATE:

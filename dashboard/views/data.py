@@ -1,15 +1,16 @@
 """Data page: build or rebuild the KB from the default synthetic sample, uploaded CSV files or a
-folder in the MA-RAG / PPMI formats. The validation report is shown first; nothing replaces the
-current KB until the user confirms after reading it."""
+file or folder inside the configured data folders (MARAG_DATA_ROOTS). The validation report is
+shown first; nothing replaces the current KB until the user confirms after reading it, and Build
+builds exactly the files that were validated (a changed selection asks for a new validation)."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import streamlit as st
 
 from dashboard import services, session, trail
+from dashboard.data_sources import ServerPathError, UploadStore, fingerprint, resolve_server_path
 from dashboard.page import current_config
 from kb_store.exclusions import excluded_from_ingest, write_excluded
 
@@ -19,6 +20,7 @@ SOURCES = {
     "folder": "A file or folder on the server (MA-RAG study CSVs, PPMI export)",
 }
 INGEST_KEY = "marag_ingest"
+UPLOADS_KEY = "marag_uploads"
 
 st.header("Data", divider="gray")
 cfg = current_config()
@@ -61,17 +63,33 @@ elif source == "upload":
     files = st.file_uploader(
         "CSV files", type=["csv"], accept_multiple_files=True, key="data_files"
     )
-    if files:
-        tmp = Path(tempfile.mkdtemp(prefix="marag-upload-"))
-        for f in files:
-            (tmp / Path(f.name).name).write_bytes(f.getvalue())
-            paths.append(tmp / Path(f.name).name)
+    # one temporary folder per browser session, written once per set of uploads, removed when the
+    # uploads change or the session ends (dashboard.data_sources.UploadStore)
+    store = st.session_state.get(UPLOADS_KEY)
+    if store is None or store.closed:
+        store = st.session_state[UPLOADS_KEY] = UploadStore()
+    paths = store.paths(files or [])
 else:
+    if not cfg.data_roots:
+        st.info(
+            "Reading files on the server is off: no data folders are configured "
+            "(set MARAG_DATA_ROOTS to the folders this page may read).",
+            icon=":material/lock:",
+        )
+    else:
+        st.caption("Data folders: " + ", ".join(f"`{r}`" for r in cfg.data_roots))
     p = st.text_input(
-        "Path", key="data_path", placeholder="/path/to/ma-rag or /path/to/ppmi-export"
+        "Path",
+        key="data_path",
+        placeholder="/path/to/ma-rag or /path/to/ppmi-export",
+        disabled=not cfg.data_roots,
     )
-    if p.strip():
-        paths = [Path(p.strip()).expanduser()]
+    if p.strip() and cfg.data_roots:
+        try:
+            paths = [resolve_server_path(p, cfg.data_roots)]
+        except ServerPathError as e:
+            st.error(str(e))
+selection = fingerprint(source, fmt, paths, cfg.visit_window_days)
 
 if st.button("Validate", key="validate", disabled=not paths, icon=":material/rule:"):
     from kb_store.ingest import load_sources
@@ -88,22 +106,39 @@ if st.button("Validate", key="validate", disabled=not paths, icon=":material/rul
             "report": format_report(res),
             "paths": [str(x) for x in paths],
             "format": fmt,
+            "selection": selection,
         }
 
 ing = st.session_state.get(INGEST_KEY)
 if ing:
     res = ing["result"]
-    errors = [i for i in res.issues if i.severity == "error"]
-    warnings = [i for i in res.issues if i.severity != "error"]
+    warnings = [i for i in res.issues if i.severity == "warning"]
     st.subheader("2. Validation report")
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Sessions accepted", len(res.sessions))
     m2.metric("Patients", len({s.proj_id for s in res.sessions}))
-    m3.metric("Rejected rows (errors)", len(errors))
+    m3.metric(
+        "Rejected rows",
+        res.stats.get("rows_rejected", 0),
+        help="data rows that made no session (each is in the report with its rule)",
+    )
     m4.metric("Warnings", len(warnings))
     st.code(ing["report"], language=None, wrap_lines=True)
     st.subheader("3. Replace the current KB")
-    if not res.sessions:
+    if ing.get("selection") != selection:
+        st.warning(
+            "The files or options changed since this report: press **Validate** again before "
+            "building (Build builds exactly the files validated).",
+            icon=":material/sync_problem:",
+        )
+    elif res.blocking:
+        first = res.blocking[0]
+        st.error(
+            f"Build refused: {len(res.blocking)} row(s) could not be read reliably (first: "
+            f"{first.file}, row {first.row}: [{first.rule}]); the build would lose them. Fix the "
+            "file and validate again."
+        )
+    elif not res.sessions:
         st.error("Nothing to build: no session passed validation.")
     else:
         st.caption(
@@ -117,8 +152,16 @@ if ing:
             icon=":material/construction:",
         ):
             with st.status("Building the knowledge base...", expanded=True) as status:
+                bar = st.progress(0.0, text="Comparing with the current KB...")
+
+                def progress(done: int, total: int) -> None:
+                    bar.progress(
+                        done / total if total else 1.0,
+                        text=f"Embedding documents: {done} of {total}",
+                    )
+
                 try:
-                    stats = kb.build(res.sessions)
+                    stats = kb.build(res.sessions, progress=progress)
                     # issue 11: the rejected sessions every answer names (kb_store.exclusions)
                     write_excluded(
                         excluded_from_ingest(res, [Path(x) for x in ing["paths"]]), kb.kb_dir
@@ -127,6 +170,7 @@ if ing:
                     status.update(label="Build failed; the previous KB is unchanged", state="error")
                     st.error(str(e))
                 else:
+                    bar.progress(1.0, text=f"{stats.embedded} documents embedded")
                     status.write(
                         f"added {stats.added}, updated {stats.updated}, unchanged {stats.unchanged}, "
                         f"deleted {stats.deleted}; {stats.total} documents in {stats.seconds:.1f} s"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -47,6 +46,7 @@ def handle(monkeypatch, request):
     from fakes import FakeLLM
 
     from dashboard import services
+    from dashboard.run_gate import RunGate
     from engine import engine_factory
     from engine.config import Config
     from engine.pipeline import Engine
@@ -56,7 +56,7 @@ def handle(monkeypatch, request):
     kb = h.kb()
     llm = FakeLLM(script=_final_script) if getattr(request, "param", "facts") == "fake" else None
     engine = Engine(Config.load(env={}), kb, llm)
-    hd = services.EngineHandle(engine, kb, engine.backend, threading.Lock())
+    hd = services.EngineHandle(engine, kb, engine.backend, RunGate(1))
     monkeypatch.setattr(engine_factory, "open_engine", lambda cfg, **kw: engine)
     yield hd
     st.cache_resource.clear()

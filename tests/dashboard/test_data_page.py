@@ -61,7 +61,8 @@ def test_validate_then_build_the_default_sample(real_app, tmp_path):
     assert "Grounding check passed" in _all_text(at)
 
 
-def test_validation_report_names_rejected_rows(real_app, tmp_path):
+def test_validation_report_names_rejected_rows(real_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("MARAG_DATA_ROOTS", str(tmp_path))
     bad = tmp_path / "bad.csv"
     bad.write_text(
         "proj_id,date,NP3SPCH,NP3FACXP\n1,2021-01-05,2,9\n1,2021-04-05,1,1\n", encoding="utf-8"
@@ -74,11 +75,12 @@ def test_validation_report_names_rejected_rows(real_app, tmp_path):
     assert not at.exception, at.exception
     report = "\n".join(c.value for c in at.code)
     assert "bad.csv" in report and "NP3FACXP" in report
-    assert int({m.label: m.value for m in at.metric}["Rejected rows (errors)"]) >= 1
+    assert int({m.label: m.value for m in at.metric}["Rejected rows"]) >= 1
 
 
 @pytest.mark.skipif(not MARAG.exists(), reason=f"MA-RAG study CSVs not found at {MARAG}")
-def test_validate_the_marag_study_files(real_app):
+def test_validate_the_marag_study_files(real_app, monkeypatch):
+    monkeypatch.setenv("MARAG_DATA_ROOTS", str(MARAG.parent))
     at = real_app.run()
     at.switch_page("views/data.py").run()
     at.radio(key="data_source").set_value("folder").run()
@@ -87,3 +89,62 @@ def test_validate_the_marag_study_files(real_app):
     at.button(key="validate").click().run()
     assert not at.exception, at.exception
     assert int({m.label: m.value for m in at.metric}["Patients"]) >= 40
+
+
+# ---------------------------------------------------------------- issue 13, items 6 and 14
+
+
+def _data_page(real_app, tmp_path, monkeypatch, roots: str | None):
+    if roots is not None:
+        monkeypatch.setenv("MARAG_DATA_ROOTS", roots)
+    at = real_app.run()
+    at.switch_page("views/data.py").run()
+    at.radio(key="data_source").set_value("folder").run()
+    return at
+
+
+def test_server_paths_need_data_roots_and_never_echo_content(real_app, tmp_path, monkeypatch):
+    at = _data_page(real_app, tmp_path, monkeypatch, None)
+    assert at.text_input(key="data_path").disabled
+    assert "MARAG_DATA_ROOTS" in "\n".join(i.value for i in at.info)
+    root = tmp_path / "data"
+    root.mkdir()
+    at = _data_page(real_app, tmp_path, monkeypatch, str(root))
+    at.text_input(key="data_path").input("/etc/passwd").run()
+    errors = "\n".join(e.value for e in at.error)
+    assert "not inside a configured data folder" in errors and "root:" not in errors
+    assert at.button(key="validate").disabled
+
+
+def test_rejected_rows_count_rows_not_issues(real_app, tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    bad = tmp_path / "d" / "bad.csv"
+    bad.write_text(  # one row with two bad cells (two issues), one good row
+        "proj_id,date,NP3SPCH,NP3FACXP\n1,2021-01-05,9,9\n1,2021-04-05,1,1\n", encoding="utf-8"
+    )
+    at = _data_page(real_app, tmp_path, monkeypatch, str(tmp_path / "d"))
+    at.text_input(key="data_path").input(str(bad)).run()
+    at.button(key="validate").click().run()
+    assert not at.exception, at.exception
+    assert int({m.label: m.value for m in at.metric}["Rejected rows"]) == 1
+
+
+def test_build_builds_the_validated_files_only(real_app, tmp_path, monkeypatch):
+    d = tmp_path / "d"
+    d.mkdir()
+    a, b = d / "a.csv", d / "b.csv"
+    a.write_text("proj_id,date,PDQ8_1\n1,2021-01-05,2\n", encoding="utf-8")
+    b.write_text("proj_id,date,PDQ8_1\n7,2021-01-05,2\n8,2021-01-05,1\n", encoding="utf-8")
+    at = _data_page(real_app, tmp_path, monkeypatch, str(d))
+    at.text_input(key="data_path").input(str(a)).run()
+    at.button(key="validate").click().run()
+    assert [x.key for x in at.button if x.key == "build"] == ["build"]
+    at.text_input(key="data_path").input(str(b)).run()  # a new selection, not validated
+    assert not [x for x in at.button if x.key == "build"]
+    assert "Validate** again" in "\n".join(w.value for w in at.warning)
+    at.button(key="validate").click().run()
+    at.button(key="build").click().run()
+    assert not at.exception, at.exception
+    from kb_store.chroma_kb import open_kb
+
+    assert open_kb(tmp_path / "kb", embedding="hashing").patient_ids() == [7, 8]

@@ -160,7 +160,7 @@ def test_command_line_flags_override_the_parsed_plan():
         )
         is parsed
     )
-    with pytest.raises(ValueError, match="--patients must be comma-separated"):
+    with pytest.raises(ValueError, match="'x' is not a patient id"):
         plan_from_args(
             argparse.Namespace(
                 query="", patients="3,x", analysis=None, instruments=None, visits=None

@@ -190,7 +190,7 @@ def test_failure_mid_build_leaves_previous_kb(tmp_path, base_sessions, monkeypat
         )
     else:  # deletions silently skipped: the count check must catch it before the switch
         monkeypatch.setattr(chroma_kb, "_delete", lambda *a, **k: None)
-    with pytest.raises((RuntimeError, OSError)):
+    with pytest.raises((RuntimeError, OSError, ValueError)):  # ValueError: KBWriteError
         build_kb(changed, tmp_path, embedding_function=ef)
 
     after = open_kb(tmp_path, embedding="hashing")

@@ -17,14 +17,14 @@ from kb_store.settings import KBSettings
 def test_config_builds_the_kb_settings_from_flags_then_environment(tmp_path):
     env = {
         "MARAG_KB_DIR": str(tmp_path / "from-env"),
-        "MARAG_COLLECTION": "c1",
+        "MARAG_COLLECTION": "c01",  # Chroma: 3-512 characters (issue 13: validated)
         "MARAG_CHROMA_URL": "http://127.0.0.1:9",
         "MARAG_VISIT_WINDOW_DAYS": "3",
     }
     cfg = Config.load({"kb_dir": str(tmp_path / "flag"), "embedding": "hashing"}, env=env)
     assert cfg.kb == KBSettings(
         kb_dir=tmp_path / "flag",
-        collection="c1",
+        collection="c01",
         embedding="hashing",
         chroma_url="http://127.0.0.1:9",
         visit_window_days=3,
