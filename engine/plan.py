@@ -161,12 +161,16 @@ def parse_analysis(query: str, patients: Sequence[int], visit_filter: str) -> st
 SLOPE_RE = re.compile(
     r"\b(steepest|fastest|quickest|most\s+rapid\w*|slope|progress\w*|"
     r"(?:largest|greatest|biggest|fastest)\s+(?:increase|rise|worsening|decline)\s+"
-    r"(?:in\s+[\w\s-]+?\s+)?per\s+(?:visit|year))\b",
+    # "in <up to 6 words>": bounded, so each attempt is O(1) (an unbounded lazy run made
+    # "largest increase in " repeated quadratic; issue 13 item 8)
+    r"(?:in\s++(?:[\w-]++\s++){1,6}?)?per\s+(?:visit|year))\b",
     re.I,
 )
 PER_YEAR_RE = re.compile(r"\bper\s+year\b|\bper\s+annum\b|\byearly\b|\bannual\w*\b", re.I)
 CHANGE_RE = re.compile(
-    r"\b(largest|greatest|biggest)\s+(increase|rise|change|worsening)\b(?![^.?]*\bper\b)", re.I
+    # "per" within the next 120 characters of the sentence (bounded: linear time)
+    r"\b(largest|greatest|biggest)\s+(increase|rise|change|worsening)\b(?![^.?]{0,120}\bper\b)",
+    re.I,
 )
 
 

@@ -24,6 +24,8 @@ CASES = {
     "digits": "patient " + "1" * MB + "a",
     "visit spaces": "visit" + " " * MB + "x",
     "no chain": "patient no" + " no" * (MB // 3),
+    "slope wording": "largest increase in " * (MB // 20),
+    "change wording": "largest increase " * (MB // 17) + "per visit",
 }
 
 
