@@ -47,12 +47,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-import chromadb
-from chromadb.config import Settings
 from chromadb.errors import ChromaError, InternalError, NotFoundError
 
+from kb_store.chroma_layout import (
+    GEN_PREFIX,
+    HASHES,
+    MANIFEST,
+    POINTER,
+    http_client,
+    persistent_client,
+    release_client,
+)
 from kb_store.defaults import DEFAULT_COLLECTION
 from kb_store.documents import KBDoc, build_documents
 from kb_store.embeddings import make_embedding_function
@@ -67,12 +73,8 @@ from kb_store.model import Session
 
 log = logging.getLogger(__name__)
 
-POINTER = "CURRENT"
-MANIFEST = "manifest.json"
-HASHES = "hashes.json"  # {doc id: content_hash} of the generation, for the diff without a scan
 LOCK = ".build.lock"
 PARTIAL = ".partial"  # in a generation directory while a build writes it; removed before the switch
-GEN_PREFIX = "gen-"
 EMBED_BATCH = 1000  # texts per embedding call and per upsert (fewer, larger Chroma writes)
 FORMAT_VERSION = 1
 RESOLVE_ATTEMPTS = 20  # server mode: waits for the live collection name during a swap
@@ -113,10 +115,6 @@ class BuildStats:
         return asdict(self)
 
 
-def settings() -> Settings:
-    return Settings(anonymized_telemetry=False, allow_reset=False)
-
-
 # ---------------------------------------------------------------------------------------------
 # locations
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +143,7 @@ def kb_exists(
     kb_dir: str | Path, *, collection: str = DEFAULT_COLLECTION, chroma_url: str | None = None
 ) -> bool:
     if chroma_url:
-        client = _http_client(chroma_url)
+        client = http_client(chroma_url)
         try:
             client.get_collection(collection)
             return True
@@ -153,25 +151,6 @@ def kb_exists(
             return False
     gen = current_generation(kb_dir)
     return gen is not None and read_manifest(gen).get("collection", collection) == collection
-
-
-def _http_client(url: str) -> Any:
-    u = urlparse(url if "://" in url else f"http://{url}")
-    if not u.hostname:
-        raise ValueError(f"chroma_url {url!r} has no host (expected e.g. http://localhost:8000)")
-    try:
-        return chromadb.HttpClient(
-            host=u.hostname,
-            port=u.port or (443 if u.scheme == "https" else 8000),
-            ssl=u.scheme == "https",
-            settings=settings(),
-        )
-    except ValueError as e:  # chromadb: "Could not connect to a Chroma server..."
-        raise ValueError(f"cannot reach the Chroma server at {url}: {e}") from None
-
-
-def _persistent_client(path: Path) -> Any:
-    return chromadb.PersistentClient(path=str(path), settings=settings())
 
 
 _HELD_LOCKS: set[Path] = set()  # KB directories whose build lock this process holds
@@ -315,11 +294,6 @@ def _next_generation(kb_dir: Path) -> Path:
     return kb_dir / f"{GEN_PREFIX}{max(nums, default=0) + 1:06d}"
 
 
-def _release(client: Any) -> None:
-    with contextlib.suppress(Exception):
-        client.close()
-
-
 def _switch_pointer(kb_dir: Path, gen: Path) -> None:
     tmp = kb_dir / f".{POINTER}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -373,13 +347,13 @@ def _build_embedded(
         if reuse and live is not None and (live / HASHES).is_file():
             existing = read_json_file(live / HASHES)
         elif reuse and live is not None:
-            client = _persistent_client(live)
+            client = persistent_client(live)
             try:
                 existing = _existing_hashes(
                     client.get_collection(collection), client.get_max_batch_size()
                 )
             finally:
-                _release(client)
+                release_client(client)
         added, updated, unchanged, deleted = _diff(docs, existing)
         if reuse and live is not None and not (added or updated or deleted):
             return BuildStats(
@@ -400,7 +374,7 @@ def _build_embedded(
             (new / PARTIAL).write_text(f"{os.getpid()}\n", encoding="utf-8")
             if reuse and live is not None:
                 shutil.copytree(live, new, dirs_exist_ok=True)
-            client = _persistent_client(new)
+            client = persistent_client(new)
             col = client.get_or_create_collection(collection, embedding_function=ef)
             batch = client.get_max_batch_size()
             embedded = _write_docs(col, [*added, *updated], ef, batch, progress)
@@ -410,7 +384,7 @@ def _build_embedded(
                 raise RuntimeError(
                     f"KB build check failed: collection has {count} documents, expected {len(docs)}"
                 )
-            _release(client)
+            release_client(client)
             client = None
             patients = sorted({int(d.metadata["proj_id"]) for d in docs})
             hashes = {d.id: d.metadata["content_hash"] for d in docs}
@@ -434,7 +408,7 @@ def _build_embedded(
             _switch_pointer(kb_dir, new)
         except BaseException:
             if client is not None:
-                _release(client)
+                release_client(client)
             shutil.rmtree(new, ignore_errors=True)
             raise
         if live is not None and live.resolve() != new.resolve():
@@ -456,7 +430,7 @@ def _build_embedded(
 def _build_server(
     docs: list[KBDoc], ef: Any, url: str, collection: str, t0: float, progress: Any = None
 ) -> BuildStats:
-    client = _http_client(url)
+    client = http_client(url)
     batch = client.get_max_batch_size()
     try:
         live = client.get_collection(collection, embedding_function=ef)
@@ -575,7 +549,7 @@ class ChromaKB:
     def _open(self) -> None:
         self._patients = None
         if self.chroma_url:
-            self._client = _http_client(self.chroma_url)
+            self._client = http_client(self.chroma_url)
             self.generation = self.collection_name
             # a rebuild swaps the collection by two renames: between them the name is briefly
             # absent, so wait a moment for the live one
@@ -609,13 +583,13 @@ class ChromaKB:
         self.embedding = built if built in ("minilm", "hashing") else self.requested_embedding
         self._manifest = manifest
         try:
-            self._client = _persistent_client(gen)
+            self._client = persistent_client(gen)
             self._col = self._client.get_collection(
                 self.collection_name, embedding_function=make_embedding_function(self.embedding)
             )
         except Exception as exc:  # noqa: BLE001 - chromadb InternalError / sqlite errors
             if self._client is not None:
-                _release(self._client)
+                release_client(self._client)
             self._client = self._col = None
             raise KBCorruptError(
                 f"{gen / 'chroma.sqlite3'}: the KB cannot be opened ({one_line(exc)}); "
@@ -637,7 +611,7 @@ class ChromaKB:
 
     def close(self) -> None:
         if self._client is not None and not self.chroma_url:
-            _release(self._client)
+            release_client(self._client)
         self._client = self._col = None
 
     def _with_retry(self, op: Any) -> Any:

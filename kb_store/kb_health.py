@@ -19,6 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb_store.chroma_layout import (
+    GEN_PREFIX,
+    HASHES,
+    MANIFEST,
+    POINTER,
+    http_client,
+    persistent_client,
+    release_client,
+)
+
 SQLITE = "chroma.sqlite3"
 
 
@@ -94,12 +104,10 @@ def sqlite_problem(db: Path) -> str | None:
 
 def verify_generation(gen: Path, collection: str) -> Verification:
     """Check one embedded generation (see the module docstring); never raises for a damaged KB."""
-    from kb_store import chroma_kb
-
     out = Verification(str(gen.parent), gen.name)
     try:
-        manifest = read_json_file(gen / chroma_kb.MANIFEST)
-        hashes_path = gen / chroma_kb.HASHES
+        manifest = read_json_file(gen / MANIFEST)
+        hashes_path = gen / HASHES
         # hashes.json is an index the diff can rebuild from the collection: optional
         hashes = read_json_file(hashes_path) if hashes_path.is_file() else None
     except FileNotFoundError as exc:
@@ -117,7 +125,7 @@ def verify_generation(gen: Path, collection: str) -> Verification:
         return out
     client = None
     try:
-        client = chroma_kb._persistent_client(gen)
+        client = persistent_client(gen)
         col = client.get_collection(manifest.get("collection", collection))
         count = int(col.count())
         ids: set[str] = set()
@@ -134,7 +142,7 @@ def verify_generation(gen: Path, collection: str) -> Verification:
         return out
     finally:
         if client is not None:
-            chroma_kb._release(client)
+            release_client(client)
     expected = manifest.get("documents", len(hashes) if hashes is not None else count)
     want = set(hashes) if hashes is not None else ids
     if count != expected or ids != want:
@@ -152,12 +160,10 @@ def verify_kb(
     kb_dir: str | Path, *, collection: str = "marag_sessions", chroma_url: str | None = None
 ) -> Verification:
     """Verify the live KB (embedded: the generation CURRENT names; server: the collection)."""
-    from kb_store import chroma_kb
-
     if chroma_url:
         out = Verification(chroma_url, collection)
         try:
-            client = chroma_kb._http_client(chroma_url)
+            client = http_client(chroma_url)
             col = client.get_collection(collection)
             out.documents = int(col.count())
             metas = col.get(include=["metadatas"])["metadatas"]
@@ -166,12 +172,12 @@ def verify_kb(
             out.problems.append(f"collection {collection!r} at {chroma_url}: {one_line(exc)}")
         return out
     kb_dir = Path(kb_dir)
-    pointer = kb_dir / chroma_kb.POINTER
+    pointer = kb_dir / POINTER
     if not pointer.is_file():
         return Verification(str(kb_dir), problems=[f"{pointer}: missing (no KB built here)"])
     name = pointer.read_text(encoding="utf-8", errors="replace").strip()
     gen = kb_dir / name
-    if not name.startswith(chroma_kb.GEN_PREFIX) or not gen.is_dir():
+    if not name.startswith(GEN_PREFIX) or not gen.is_dir():
         return Verification(
             str(kb_dir), problems=[f"{pointer}: names {name!r}, which is not a generation here"]
         )
