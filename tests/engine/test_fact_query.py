@@ -12,7 +12,7 @@ import pytest
 
 from engine import fact_query
 from engine.agents.final import cohort_t_patients
-from engine.cohort_stats import compute_cohort
+from engine.cohort_stats import STATISTIC_FLAGS, compute_cohort
 from engine.config import Config
 from engine.grounding.guard import check_numbers
 from engine.pipeline import Engine
@@ -97,25 +97,38 @@ def test_every_cohort_statistic_equals_the_per_fact_computation(kb):
     table = kb.fact_table()
     pats = tuple(kb.patient_ids())
     compared = 0
-    for inst, vf in itertools.product(INSTRUMENTS, FILTERS):
-        plan = Plan(pats, "cohort", inst, vf)
-        long, notes = fact_query.cohort_frame(table, pats, inst, vf)
-        try:
-            ref = fetch_facts(plan, DocsOnlyKB(kb))
-        except NoFactsError:
-            assert long.empty, (inst, vf)
-            continue
-        assert notes == ref["notes"], (inst, vf)
+    for inst, flag in itertools.product(INSTRUMENTS, ("", *STATISTIC_FLAGS)):
+        plan = Plan(pats, "cohort", inst, "none")
+        long, notes = fact_query.cohort_frame(table, pats, inst, "none")
+        ref = fetch_facts(plan, DocsOnlyKB(kb))
+        assert notes == ref["notes"], inst
         for q in QUERIES:
             try:
-                want = compute_cohort(ref["facts"], q, inst)
+                want = compute_cohort(ref["facts"], q, inst, statistic=flag)
             except ValueError as e:
                 with pytest.raises(ValueError, match=str(e)[:30]):
-                    fact_query.compute_cohort_table(long, q, inst)
+                    fact_query.compute_cohort_table(long, q, inst, flag)
                 continue
-            assert fact_query.compute_cohort_table(long, q, inst) == want, (inst, vf, q)
+            assert fact_query.compute_cohort_table(long, q, inst, flag) == want, (inst, flag, q)
             compared += 1
     assert compared > 150
+    with pytest.raises(ValueError, match="visit_filter 'none' only"):
+        fact_query.cohort_frame(table, pats, INSTRUMENTS[0], "baseline")
+
+
+def test_visit_filtered_cohorts_take_the_per_patient_path(kb):
+    cfg = Config.load(env={})
+    for vf in FILTERS[1:]:
+        plan = Plan((), "cohort", visit_filter=vf, query=QUERIES[0])
+        try:
+            old = Engine(cfg, DocsOnlyKB(kb), None).run(plan)
+        except (NoFactsError, ValueError) as e:
+            with pytest.raises(type(e)):
+                Engine(cfg, kb, None).run(plan)
+            continue
+        new = Engine(cfg, kb, None).run(plan)
+        assert new.summary == old.summary and new.cohort == old.cohort, vf
+        assert new.verification["notes"] == old.verification["notes"]
 
 
 def test_cohort_answer_is_unchanged_and_scoped_to_the_patients_it_names(kb):
