@@ -75,3 +75,24 @@ def pop_pending(analyses: tuple[str, ...]) -> Plan | None:
         del st.session_state[PENDING]
         return plan
     return None
+
+
+DERIVED = "marag_derived"
+MAX_DERIVED = 16
+
+
+def derived(result: Result, name: str, build):  # noqa: ANN001, ANN201 - any pure builder
+    """`build()` computed once per stored result and name (frames and figures of a page), so a
+    rerun without a new run re-renders a 10,000-patient cohort without rebuilding its tables.
+    Kept beside a reference to the result, so an id is never reused for another result."""
+    memo = st.session_state.setdefault(DERIVED, OrderedDict())
+    key = (id(result), name)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is result:
+        memo.move_to_end(key)
+        return hit[1]
+    value = build()
+    memo[key] = (result, value)
+    while len(memo) > MAX_DERIVED:
+        memo.popitem(last=False)
+    return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.contexts import Contexts
@@ -206,25 +206,33 @@ def _domain_stat_values(domain_stats: Mapping[str, Mapping[str, Any]]) -> list[F
     return out
 
 
-def _ranking_values(key: str, rows: Sequence[Mapping[str, Any]], dom: str) -> list[FactValue]:
+def _ranking_values(
+    key: str, rows: Sequence[Mapping[str, Any]], dom: str, keep: set[int] | None = None
+) -> list[FactValue]:
     out: list[FactValue] = []
     for r in rows:
         p, v = r["patient"], r.get("visit")
+        if keep is not None and p not in keep:
+            continue
         out.append(
             _computed(
                 "rank", float(r["rank"]), patient=p, visit=v, domain=dom, label=f"rank in {key}"
             )
         )
-        if dom == "total" and v is not None:
+        # the ranked value at the latest visit; a domain score is also a fact of F, but with a
+        # scope F holds only the final table's patients, so it is stated here
+        if v is not None and (dom == "total" or keep is not None):
             out.append(
                 _computed(
                     "score",
                     r["value"],
                     patient=p,
                     visit=v,
-                    domain="total",
+                    domain=dom,
                     date=r.get("date"),
-                    label="total UPDRS burden (Parts I+II+III)",
+                    label="total UPDRS burden (Parts I+II+III)"
+                    if dom == "total"
+                    else f"{dom} score at the latest visit",
                 )
             )
     if rows:
@@ -232,19 +240,58 @@ def _ranking_values(key: str, rows: Sequence[Mapping[str, Any]], dom: str) -> li
     return out
 
 
-def cohort_values(cohort: Mapping[str, Any] | None) -> list[FactValue]:
-    """The cohort answer's numbers: slopes, cohort statistics, ranks, totals and counts."""
+def cohort_values(
+    cohort: Mapping[str, Any] | None, scope: Collection[int] | None = None
+) -> list[FactValue]:
+    """The cohort answer's numbers: slopes, cohort statistics, ranks, totals and counts. With
+    `scope` (the patients the answer can name, engine.fact_query.answer_scope; issue 16) only
+    those patients' slopes, ranks and ranked scores, plus a score at each domain's maximum and
+    minimum: the ledger then scales with the answer, not with the cohort."""
     if not cohort:
         return []
-    out = _slope_values(cohort.get("slopes", []))
+    keep = None if scope is None else set(scope)
+    slopes = cohort.get("slopes", [])
+    if keep is not None:
+        slopes = [s for s in slopes if s["patient"] in keep]
+    out = _slope_values(slopes)
     out += _domain_stat_values(cohort.get("domain_stats", {}))
     for key in ("ranking", "pdq8_ranking"):
         dom = cohort["domain"] if key == "ranking" else "qol"
-        out += _ranking_values(key, cohort.get(key) or [], dom)
+        out += _ranking_values(key, cohort.get(key) or [], dom, keep)
     out.append(
         _computed("count", float(cohort.get("n_patients", 0)), label="patients in the cohort")
     )
+    if keep is not None:
+        out += _extreme_scores(cohort)
     return out
+
+
+def _extreme_scores(cohort: Mapping[str, Any]) -> list[FactValue]:
+    """One patient's score at each domain's cohort maximum and minimum (at their latest scored
+    visit, from the slope rows), so "scores range from 6 to 58" is checked against a fact."""
+    need: dict[tuple[int, str, str], float] = {}
+    for dom, st in cohort.get("domain_stats", {}).items():
+        for which in ("max", "min"):
+            if st[f"{which}_patients"]:
+                need[(st[f"{which}_patients"][0], dom, which)] = st[which]
+    pairs = {(p, d) for p, d, _ in need}
+    last = {
+        (s["patient"], s["domain"]): s["last_visit"]
+        for s in cohort.get("slopes", [])
+        if (s["patient"], s["domain"]) in pairs
+    }
+    return [
+        _computed(
+            "score",
+            v,
+            patient=p,
+            visit=last[(p, dom)],
+            domain=dom,
+            label=f"{dom} score at the latest visit (cohort {which}imum)",
+        )
+        for (p, dom, which), v in need.items()
+        if (p, dom) in last
+    ]
 
 
 def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:

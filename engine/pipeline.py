@@ -28,14 +28,15 @@ from engine.agents.domain import active_domains, domain_node
 from engine.agents.final import final_node
 from engine.config import Config
 from engine.contexts import Contexts, load_contexts
-from engine.course import slopes
+from engine.course import series, slopes
+from engine.ledger import build_ledger, cohort_values
 from engine.llm.base import LLM
 from engine.metrics import in_order
 from engine.plan import check_patients, plan_node
-from engine.retrieve import retrieve_node
+from engine.retrieve import fetch_facts, retrieve_node
 from engine.route import route_node
 from engine.state import NodeContext, State
-from engine.types import Plan, Result, TraceEntry
+from engine.types import Fact, FactValue, Plan, Result, TraceEntry
 from kb_store.reader import KBReader
 
 OnNode = Callable[[str, str], None]
@@ -141,6 +142,23 @@ class Engine:
             step("cohort_agent", cohort_node)
         step("final_agent", final_node)
         return self._result(state)
+
+    def evidence(self, result: Result) -> tuple[list[Fact], list[FactValue]]:
+        """(facts, ledger) over every patient of the run's plan, to score a text against the
+        whole fact table (the evaluation). A cohort result carries only its answer's scope
+        (issue 16); this recomputes every patient's facts and the full ledger, as before."""
+        if result.cohort is None:
+            return list(result.facts), list(result.ledger)
+        out = fetch_facts(result.plan, self.kb)
+        ser = series(out["facts"], self.contexts)
+        clin = clinical.course_and_findings(out["facts"], self.contexts, result.plan.patients)
+        excluded = self._excluded(result.plan.patients)
+        ledger = (
+            build_ledger(out["facts"], ser, self.contexts)
+            + clinical.ledger_values(clin["courses"], clin["findings"], excluded)
+            + cohort_values(result.cohort)
+        )
+        return out["facts"], ledger
 
     def _result(self, state: State) -> Result:
         return Result(

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from engine import clinical
+from engine import clinical, fact_query
 from engine.course import series
 from engine.ledger import build_ledger
 from engine.state import NodeContext, State
@@ -128,9 +128,15 @@ def _select_per_instrument(
 
 
 def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[Fact]]:
-    """(OFF/untreated facts, ON-exam facts) of one patient's session documents."""
+    """(OFF/untreated facts, ON-exam facts) of one patient: from the KB's session table when it
+    has one (issue 16; same rows, same order), else from the session documents' metadata."""
     rows: list[Fact] = []
     on_rows: list[Fact] = []
+    table = fact_query.table_of(kb)
+    if table is not None:
+        for cond, fs in fact_query.patient_facts(table, p, list(plan.instruments)):
+            (on_rows if cond.upper() == "ON" else rows).extend(fs)
+        return rows, on_rows
     for d in kb.session_docs(p, list(plan.instruments)):
         if int(d.metadata["proj_id"]) != p or d.metadata.get("granularity") != "session":
             raise ValueError(f"KB returned document {d.id} outside the request for patient {p}")
@@ -182,7 +188,29 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
 
 
 def retrieve_node(state: State, ctx: NodeContext) -> dict:
-    """F and its subsets, the course of each domain (engine.course.series) and the ledger."""
+    """F and its subsets, the course of each domain (engine.course.series) and the ledger.
+
+    A cohort plan over every visit and a KB with a session table retrieves one long frame
+    instead (issue 16: no per-fact objects for 10,000 patients); the cohort node computes the
+    statistics from it and then the facts, series and ledger of the patients its answer names.
+    Visit-filtered cohorts take the per-patient path (facts still read from the table)."""
+    plan = state.plan
+    whole = plan.analysis == "cohort" and plan.visit_filter == "none"
+    table = fact_query.table_of(ctx.kb) if whole else None
+    if table is not None:
+        known = ctx.kb.patient_ids()
+        long, notes = fact_query.cohort_frame(
+            table,
+            plan.patients,
+            plan.instruments,
+            plan.visit_filter,
+            all_patients=len(plan.patients) == len(known),
+        )
+        if long.empty:
+            raise NoFactsError(
+                "no facts remain for the plan: " + (" ".join(notes) or "the KB holds no sessions")
+            )
+        return {"intent": INTENT_MAP["cohort"], "cohort_frame": long, "notes": notes}
     out = fetch_facts(state.plan, ctx.kb)
     out["series"] = series(out["facts"], ctx.contexts)
     out["ledger"] = build_ledger(out["facts"], out["series"], ctx.contexts)

@@ -51,6 +51,7 @@ class State:
     on_facts: list[Fact] = field(default_factory=list)  # PPMI ON-exam rows, kept apart
     notes: list[str] = field(default_factory=list)  # retrieval notes (missing visits, ON exams)
     series: Series = field(default_factory=dict)  # engine.course.series of the facts
+    cohort_frame: Any = None  # cohort over the session table: engine.fact_query.cohort_frame
     next_node: str = ""
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)

@@ -50,6 +50,7 @@ from typing import Any
 
 from chromadb.errors import ChromaError, InternalError, NotFoundError
 
+from kb_store import fact_table
 from kb_store.chroma_layout import (
     GEN_PREFIX,
     HASHES,
@@ -219,9 +220,9 @@ def build_kb(
     )
     try:
         if chroma_url:
-            return _build_server(docs, ef, chroma_url, collection, t0, progress)
+            return _build_server(docs, ef, chroma_url, collection, t0, Path(kb_dir), progress)
         return _build_embedded(docs, ef, Path(kb_dir), collection, t0, progress)
-    except (KBBusyError, KBMissingError, KBCorruptError):
+    except (KBBusyError, KBMissingError, KBCorruptError, fact_table.FactTableError):
         raise
     except (OSError, sqlite3.Error, ChromaError) as exc:  # disk full, permissions, Chroma I/O
         where = getattr(exc, "filename", None) or chroma_url or str(kb_dir)
@@ -355,7 +356,8 @@ def _build_embedded(
             finally:
                 release_client(client)
         added, updated, unchanged, deleted = _diff(docs, existing)
-        if reuse and live is not None and not (added or updated or deleted):
+        has_table = "fact_table" in manifest  # issue 16: a KB built before the table gets one
+        if reuse and live is not None and not (added or updated or deleted) and has_table:
             return BuildStats(
                 0,
                 0,
@@ -384,6 +386,10 @@ def _build_embedded(
                 raise RuntimeError(
                     f"KB build check failed: collection has {count} documents, expected {len(docs)}"
                 )
+            # --- issue 16: the columnar session table in the same generation, stamped on both sides
+            facts_entry = fact_table.write_table(new, docs, new.name)
+            col.modify(metadata=fact_table.stamp(facts_entry))
+            # ---
             release_client(client)
             client = None
             patients = sorted({int(d.metadata["proj_id"]) for d in docs})
@@ -398,6 +404,7 @@ def _build_embedded(
                         "embedding": _EMBEDDING_BY_EF_NAME.get(ef_name, ef_name),
                         "documents": len(docs),
                         "patients": patients,
+                        "fact_table": facts_entry,
                         "built_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     },
                     indent=1,
@@ -428,8 +435,16 @@ def _build_embedded(
 
 
 def _build_server(
-    docs: list[KBDoc], ef: Any, url: str, collection: str, t0: float, progress: Any = None
+    docs: list[KBDoc],
+    ef: Any,
+    url: str,
+    collection: str,
+    t0: float,
+    kb_dir: Path,
+    progress: Any = None,
 ) -> BuildStats:
+    """Staging collection + swap; the session table is a new facts generation under
+    ``<kb_dir>/facts`` (shared storage), staged first and published after the swap (issue 16)."""
     client = http_client(url)
     batch = client.get_max_batch_size()
     try:
@@ -439,6 +454,11 @@ def _build_server(
     existing = _existing_hashes(live, batch) if live is not None else {}
     added, updated, unchanged, deleted = _diff(docs, existing)
     if live is not None and not (added or updated or deleted):
+        if not _server_table_agrees(kb_dir, live, docs):
+            # documents unchanged, but the table is missing or stale: write and stamp it alone
+            gen, entry = fact_table.stage_facts_generation(kb_dir, docs)
+            live.modify(metadata=fact_table.stamp(entry))
+            fact_table.publish_facts_generation(kb_dir, gen)
         return BuildStats(
             0, 0, len(unchanged), 0, len(docs), time.perf_counter() - t0, 0, collection, url
         )
@@ -446,7 +466,12 @@ def _build_server(
     for name in (staging_name, old_name):
         with contextlib.suppress(Exception):
             client.delete_collection(name)
-    staging = client.create_collection(staging_name, embedding_function=ef)
+    facts_gen, facts_entry = fact_table.stage_facts_generation(kb_dir, docs)
+    try:
+        staging = client.create_collection(staging_name, embedding_function=ef)
+    except BaseException:
+        shutil.rmtree(facts_gen, ignore_errors=True)
+        raise
     try:
         for k in range(0, len(unchanged), batch):  # copy unchanged docs with their stored vectors
             got = live.get(
@@ -463,13 +488,18 @@ def _build_server(
             raise RuntimeError(
                 f"KB build check failed: staging has {staging.count()} documents, expected {len(docs)}"
             )
+        staging.modify(metadata=fact_table.stamp(facts_entry))
     except BaseException:
         with contextlib.suppress(Exception):
             client.delete_collection(staging_name)
+        shutil.rmtree(facts_gen, ignore_errors=True)
         raise
     if live is not None:
         live.modify(name=old_name)
     staging.modify(name=collection)
+    # between the swap and this switch a reader sees a stamp mismatch (an error, retried), never
+    # the new collection with the old table
+    fact_table.publish_facts_generation(kb_dir, facts_gen)
     if live is not None:
         client.delete_collection(old_name)
     return BuildStats(
@@ -482,6 +512,21 @@ def _build_server(
         embedded,
         collection,
         url,
+    )
+
+
+def _server_table_agrees(kb_dir: Path, col: Any, docs: Sequence[KBDoc]) -> bool:
+    gen = fact_table.current_facts_generation(kb_dir)
+    if gen is None:
+        return False
+    entry = fact_table.read_entry(gen)
+    meta = col.metadata or {}
+    return (
+        entry.get("generation") == gen.name
+        and entry.get("digest") == fact_table.docs_digest(docs)
+        and meta.get(fact_table.STAMP_GENERATION) == gen.name
+        and meta.get(fact_table.STAMP_DIGEST) == entry.get("digest")
+        and (gen / fact_table.TABLE_FILE).is_file()
     )
 
 
@@ -531,6 +576,7 @@ class ChromaKB:
         self._col: Any = None
         self._patients: list[int] | None = None
         self._lock = threading.RLock()  # reopening is shared by the threads of a dashboard
+        self._facts: fact_table.FactTable | None = None  # issue 16: the generation's session table
         self._open()
 
     def excluded_sessions(self) -> list[dict]:
@@ -548,6 +594,7 @@ class ChromaKB:
     # -- connection ---------------------------------------------------------------------------
     def _open(self) -> None:
         self._patients = None
+        self._facts = None
         if self.chroma_url:
             self._client = http_client(self.chroma_url)
             self.generation = self.collection_name
@@ -630,6 +677,60 @@ class ChromaKB:
                     self.close()
                     self._open()
             return op(self._collection())
+
+    # -- issue 16: the session table of the live generation ------------------------------------
+    def fact_table(self) -> fact_table.FactTable | None:
+        """The verified session table of the live generation (None for a KB built before the
+        table existed: the engine then reads documents). Raises `FactTableMismatchError` when the
+        table and the collection disagree (generation or content digest)."""
+        col = self._collection()
+        if self.chroma_url:
+            gen = fact_table.current_facts_generation(self.kb_dir)
+            meta = col.metadata or {}
+            if gen is None:
+                if meta.get(fact_table.STAMP_GENERATION):
+                    raise fact_table.FactTableError(
+                        f"the collection {self.collection_name!r} at {self.chroma_url} names session "
+                        f"table generation {meta[fact_table.STAMP_GENERATION]}, but "
+                        f"{fact_table.facts_root(self.kb_dir)} has none (is the KB directory the "
+                        "shared one the build wrote?)"
+                    )
+                return None
+            if self._facts is not None and self._facts.generation == gen.name:
+                return self._facts
+            # the collection object may predate a swap: read its metadata afresh
+            meta = self._client.get_collection(self.collection_name).metadata or {}
+            self._facts = fact_table.open_table(
+                gen,
+                fact_table.read_entry(gen),
+                meta,
+                generation=gen.name,
+                manifest_path=gen / fact_table.MANIFEST,
+                collection_where=f"{self.chroma_url} {self.collection_name!r}",
+            )
+            return self._facts
+        if self._facts is None:
+            gen = self.kb_dir / str(self.generation)
+            entry = self._manifest.get("fact_table")
+            if entry is None:
+                return None
+            hashes_path = gen / HASHES
+            hashes = (
+                json.loads(hashes_path.read_text(encoding="utf-8"))
+                if hashes_path.is_file()
+                else None
+            )
+            self._facts = fact_table.open_table(
+                gen,
+                entry,
+                col.metadata or {},
+                generation=str(self.generation),
+                manifest_path=gen / MANIFEST,
+                collection_where=f"{gen} {self.collection_name!r}",
+                hashes=hashes,
+                hashes_path=hashes_path,
+            )
+        return self._facts
 
     # -- KBReader -----------------------------------------------------------------------------
     def patient_ids(self) -> list[int]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kb_store.documents import KBDoc
+from kb_store.fact_table import FactTable
 
 
 class KBReader(Protocol):
@@ -29,10 +30,17 @@ class InMemoryKB:
     def __init__(self, docs: Sequence[KBDoc], excluded: Sequence[dict] = ()):
         self._docs = {d.id: d for d in docs}
         self._excluded = list(excluded)
+        self._table: FactTable | None = None
 
     def excluded_sessions(self) -> list[dict]:
         """Sessions rejected at ingest (kb_store.exclusions rows)."""
         return list(self._excluded)
+
+    def fact_table(self) -> FactTable:
+        """The session table over these documents (built once, in memory), as the Chroma KB's."""
+        if self._table is None:
+            self._table = FactTable.from_docs(list(self._docs.values()))
+        return self._table
 
     def patient_ids(self) -> list[int]:
         return sorted({int(d.metadata["proj_id"]) for d in self._docs.values()})

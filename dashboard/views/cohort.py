@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, tables, widgets
+from dashboard import charts, render, session, tables, widgets
 from dashboard.page import open_analysis_page
 
 ANALYSES = ("cohort",)
@@ -74,7 +74,10 @@ with left:
     render.flags_panel(result)
     render.excluded_panel(result)
     render.screening_notes(result)
-answer, ranking, stats = tables.cohort_frames(result.cohort)
+# frames and figures once per stored result: a rerun without a new run stays fast at 10,000
+answer, ranking, stats = session.derived(
+    result, "cohort_frames", lambda: tables.cohort_frames(result.cohort)
+)
 with right:
     st.subheader("Answer")
     st.dataframe(answer, hide_index=True, key="cohort_answer")
@@ -85,9 +88,13 @@ with right:
     highlight = st.selectbox(
         "Highlight patient", in_result, index=None, key="highlight", placeholder="(none)"
     )
-    slopes = charts.result_slopes(result)
+    slopes = session.derived(result, "slopes", lambda: charts.result_slopes(result))
     st.plotly_chart(
-        charts.cohort_slope_figure(slopes, highlight),
+        session.derived(
+            result,
+            f"slope_figure:{highlight}",
+            lambda: charts.cohort_slope_figure(slopes, highlight),
+        ),
         theme=None,
         key="slope_chart",
         width="stretch",

@@ -6,13 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine import facts_text
+from engine import clinical, fact_query, facts_text
+from engine.agents.final import cohort_t_patients
 from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.cohort_stats import compute_cohort, render_cohort_facts
-from engine.ledger import cohort_values
+from engine.course import series
+from engine.ledger import build_ledger, cohort_values
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
+from engine.retrieve import fetch_facts
 from engine.state import NodeContext, State
+from engine.types import CohortAnswer, Plan
+from kb_store.profiles import DOMAINS
 
 
 def cohort_request(
@@ -28,12 +33,44 @@ def cohort_request(
     )
 
 
-def cohort_node(state: State, ctx: NodeContext) -> dict:
-    """The cohort statistics (added to the ledger), then G = the text that explains mu."""
-    cohort = compute_cohort(
-        state.facts, state.query, state.plan.instruments, statistic=state.plan.statistic
+def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
+    """Issue 16: the facts, series and ledger of the patients the answer names, not of the whole
+    cohort. F, the series and the final table T hold the top of the ranking and the ties
+    (engine.agents.final.cohort_t_patients); the ledger adds the scoped cohort values (ranks,
+    ranked scores, slopes and extremes of engine.fact_query.answer_scope). So the final text and
+    the claim check cost the same at 44 and at 10,000 patients."""
+    shown = cohort_t_patients(cohort)
+    if state.cohort_frame is not None:
+        plan = state.plan
+        sub = Plan(tuple(sorted(shown)), plan.analysis, plan.instruments, plan.visit_filter)
+        facts = fetch_facts(sub, ctx.kb)["facts"]
+    else:
+        facts = [f for f in state.facts if f.patient in shown]
+    ser = series(facts, ctx.contexts)
+    # issue 11: courses and findings of the same patients, with their ledger rows
+    clin = clinical.course_and_findings(facts, ctx.contexts, sorted(shown))
+    ledger = (
+        build_ledger(facts, ser, ctx.contexts)
+        + clinical.ledger_values(clin["courses"], clin["findings"], state.excluded)
+        + cohort_values(cohort, fact_query.answer_scope(cohort))
     )
-    ledger = state.ledger + cohort_values(cohort)
+    subsets = {d: [f for f in facts if f.domain == d] for d in DOMAINS}
+    return {"facts": facts, "subsets": subsets, "series": ser, "ledger": ledger, **clin}
+
+
+def cohort_node(state: State, ctx: NodeContext) -> dict:
+    """The cohort statistics (from the session table's long frame when retrieve built one, else
+    from F), the answer's facts and ledger, then G = the text that explains mu."""
+    if state.cohort_frame is not None:
+        cohort = fact_query.compute_cohort_table(
+            state.cohort_frame, state.query, state.plan.instruments, state.plan.statistic
+        )
+    else:
+        cohort = compute_cohort(
+            state.facts, state.query, state.plan.instruments, statistic=state.plan.statistic
+        )
+    scoped = answer_facts(state, ctx, cohort)
+    ledger = scoped["ledger"]
     gen = Generation(state, ctx, ledger)
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
     req = with_allowed(req, req.user)
@@ -41,8 +78,8 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     (text,) = gen.texts([req], [fallback])
     g = gen.release("cohort", req, text, fallback)
     return {
+        **scoped,
         "cohort": cohort,
-        "ledger": ledger,
         "narratives": {**state.narratives, "cohort": g},
         "upstream": g,
         "prompts": {**state.prompts, "cohort": prompt_text(req)},

@@ -23,7 +23,7 @@ from engine.grounding.screening import screen_and_annotate
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
-from engine.types import Fact, Flags, SeriesRow
+from engine.types import CohortAnswer, Fact, Flags, SeriesRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 
 
@@ -156,6 +156,11 @@ def final_request(
 COHORT_T_PATIENTS = 5  # patients of the ranking whose score rows the cohort-mode final prompt shows
 
 
+def cohort_t_patients(cohort: CohortAnswer) -> set[int]:
+    """Patients whose rows the cohort-mode table T shows: the top of the ranking and the ties."""
+    return {x["patient"] for x in cohort["ranking"][:COHORT_T_PATIENTS]} | set(cohort["ties"])
+
+
 def _shown_rows(state: State, flags: Flags) -> tuple[list[SeriesRow], Flags]:
     """The score table T and the flags the final prompt shows. Cohort mode: T for the top-ranked
     patients only (a 44-patient T would not fit a small model's context); the whole ranking and
@@ -163,9 +168,7 @@ def _shown_rows(state: State, flags: Flags) -> tuple[list[SeriesRow], Flags]:
     rows = [r for rs in state.series.values() for r in rs]
     shown = flags
     if state.cohort is not None:
-        top = {x["patient"] for x in state.cohort["ranking"][:COHORT_T_PATIENTS]} | set(
-            state.cohort["ties"]
-        )
+        top = cohort_t_patients(state.cohort)
         rows = [r for r in rows if r.patient in top]
         shown = {
             "incongruence": [x for x in flags["incongruence"] if x["patient"] in top],

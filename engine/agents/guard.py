@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.grounding.guard import guard_text
+from engine.grounding.ledger_index import LedgerIndex
 from engine.ledger import allowed_numbers
 from engine.llm.base import LLMRequest, PromptTooLongError
 from engine.state import NodeContext, State
@@ -28,6 +29,11 @@ def prompt_text(req: LLMRequest) -> str:
     return f"[system]\n{req.system}\n\n[user]\n{req.user}"
 
 
+#: (ledger list, its length, its index) of the last node: the final node reuses the index the
+#: cohort node built for the same ledger object (identity and length checked, never a copy)
+_LAST_INDEX: tuple[Sequence[FactValue], int, LedgerIndex] | None = None
+
+
 class Generation:
     """LLM calls and guarded release for one node run."""
 
@@ -35,11 +41,27 @@ class Generation:
         self.ctx = ctx
         self.guard = state.guard
         self.plan_patients = state.plan.patients
-        self.ledger = list(state.ledger if ledger is None else ledger)
+        self._source = state.ledger if ledger is None else ledger
+        self.ledger = list(self._source)
         self.llm_calls = state.llm_calls
         self.skipped_calls = state.skipped_calls
         self.notes = list(state.notes)
         self.records: dict[str, GuardRecord] = dict(state.guard_records)
+        self._index: LedgerIndex | None = None
+
+    @property
+    def index(self) -> LedgerIndex:
+        """The ledger's index, built once for every text this node releases (building it is
+        most of a claim check's cost)."""
+        global _LAST_INDEX
+        if self._index is None:
+            last = _LAST_INDEX
+            if last is not None and last[0] is self._source and last[1] == len(self._source):
+                self._index = last[2]  # the same ledger list as the previous node's (cohort->final)
+            else:
+                self._index = LedgerIndex(self.ledger)
+                _LAST_INDEX = (self._source, len(self._source), self._index)
+        return self._index
 
     def changes(self) -> dict:
         return {
@@ -76,7 +98,7 @@ class Generation:
             # facts backend / unguarded baseline: measure the text, never replace it
             res = guard_text(
                 text,
-                self.ledger,
+                self.index,
                 None,
                 lambda: text,
                 max_rounds=0,
@@ -103,7 +125,7 @@ class Generation:
 
         res = guard_text(
             text,
-            self.ledger,
+            self.index,
             regenerate,
             lambda: fallback,
             max_rounds=self.ctx.cfg.grounding_rounds,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +150,9 @@ def run_eval(
         t0 = time.perf_counter()
         product = eng.run(q.plan, guard=True)
         product_s = time.perf_counter() - t0
-        ledger = LedgerIndex(product.ledger)
+        # scored against every patient's facts (a cohort result holds only its answer's scope)
+        all_facts, all_ledger = eng.evidence(product)
+        ledger = LedgerIndex(all_ledger)
         gold_text, gold_src = _gold(q, ds, product)
         runs: dict[str, tuple[str, int, float, dict[str, Any]]] = {}
         if "product" in systems:
@@ -176,7 +178,7 @@ def run_eval(
                 {"screening_findings": len(ung.screening)},
             )
         if "single_pass" in systems:
-            b = single_pass(ds.kb, llm, q.query, product)
+            b = single_pass(ds.kb, llm, q.query, replace(product, facts=all_facts))
             runs["single_pass"] = (
                 b.text,
                 b.llm_calls,

@@ -121,7 +121,7 @@ def critique(record: dict[str, Any]) -> str:
 
 def guard_text(
     text: str,
-    ledger: Sequence[FactValue],
+    ledger: Sequence[FactValue] | LedgerIndex,
     regenerate: Callable[[str], str] | None,
     fallback: Callable[[], str],
     *,
@@ -131,8 +131,9 @@ def guard_text(
     """Return text whose numbers all hold, with the verification record for it.
 
     `regenerate(critique)` asks the same agent again with a critique naming each unsupported
-    number (one LLM call); `fallback()` returns the deterministic facts-backend text."""
-    idx = LedgerIndex(ledger)
+    number (one LLM call); `fallback()` returns the deterministic facts-backend text. A prebuilt
+    `LedgerIndex` may be passed to check several texts against one ledger (built once)."""
+    idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rounds = 0
     rec = check_numbers(text, idx, plan_patients)
     history = [_brief(rec)]

@@ -1,0 +1,353 @@
+"""Facts-path benchmark (issue 16): the session table at 44 and 10,000 patients.
+
+Two phases, one command:
+
+1. **build** (one fresh subprocess per cohort size, so ru_maxrss is that build's peak): generate
+   the synthetic cohort (kb_store.synth), ingest it, build the KB with hashing embeddings (Chroma
+   collection + session table, one generation), rebuild unchanged, rebuild after one changed item.
+   Skipped for a size whose KB already exists under --workdir when --reuse is given.
+2. **query** (one process, both KBs): `open_kb` + `Engine` (facts backend). For each question the
+   engine time is the sum of the result trace's node times (retrieve, route, agents, final; plans
+   are given, so no planner node), the median of --repeat runs after one warm-up; beside it the
+   same numbers computed directly with pandas on the same table frame ("raw"). Then the Cohort
+   page of the dashboard under Streamlit's AppTest: one Run, then the median time of reruns
+   without a new run (what a widget change costs), beside the raw pandas computation of the
+   page's tables. Also the cohort answer's ledger size and claim-check time (point 4).
+
+Usage (from the repository root):
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_facts.py --workdir /tmp/bench-facts \
+        --json-out /tmp/bench_facts.json
+Prints Markdown tables; writes the raw numbers as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = (44, 10000)
+COHORT_QUERIES = {
+    "cohort: highest total burden": "Which patient has the highest total UPDRS burden?",
+    "cohort: fastest motor worsening": "Which patient's motor score is worsening fastest?",
+    "cohort: average motor": "What is the average motor score?",
+}
+UPDRS = ("nonmotor", "adl", "motor")
+
+
+# ------------------------------------------------------------------------------------ build
+
+
+def build_child(patients: int, kb_dir: Path, seed: int) -> dict:
+    from kb_store import synth
+    from kb_store.chroma_kb import build_kb
+    from kb_store.embeddings import HashingEmbeddingFunction
+    from kb_store.ingest import load_sources
+
+    out: dict = {"patients": patients}
+    t = time.perf_counter()
+    df = synth.generate(patients=patients, seed=seed)
+    csv = synth.write_csv(df, kb_dir.parent / f"cohort-{patients}.csv")
+    out["synth_s"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    res = load_sources([csv], "generic")
+    out["ingest_s"] = round(time.perf_counter() - t, 2)
+    out["sessions"] = len(res.sessions)
+    out["ingest_errors"] = sum(i.severity == "error" for i in res.issues)
+    st = build_kb(res.sessions, kb_dir, embedding="hashing")
+    out.update(documents=st.total, build_s=round(st.seconds, 2), embedded=st.embedded)
+    ef = HashingEmbeddingFunction()
+    st2 = build_kb(res.sessions, kb_dir, embedding_function=ef)
+    out.update(rebuild_unchanged_s=round(st2.seconds, 2), rebuild_unchanged_embedded=ef.embedded)
+    s = next(x for x in res.sessions if x.instrument == "updrs")
+    s.items["NP3GAIT"] = 4.0 if s.items["NP3GAIT"] != 4.0 else 3.0
+    ef = HashingEmbeddingFunction()
+    st3 = build_kb(res.sessions, kb_dir, embedding_function=ef)
+    gen = kb_dir / (kb_dir / "CURRENT").read_text().strip()
+    table = gen / "sessions.parquet"
+    out.update(
+        rebuild_one_change_s=round(st3.seconds, 2),
+        one_change_updated=st3.updated,
+        one_change_embedded=ef.embedded,
+        generation=st3.generation,
+        table_rows=json.loads((gen / "manifest.json").read_text())["fact_table"]["rows"],
+        table_mb=round(table.stat().st_size / 1e6, 2),
+        kb_mb=round(sum(p.stat().st_size for p in kb_dir.rglob("*") if p.is_file()) / 1e6, 1),
+    )
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+def build(sizes: list[int], workdir: Path, reuse: bool, seed: int) -> list[dict]:
+    rows = []
+    for n in sizes:
+        kb_dir = workdir / f"kb{n}"
+        if reuse and (kb_dir / "CURRENT").is_file():
+            rows.append({"patients": n, "reused": True})
+            continue
+        if kb_dir.exists():
+            import shutil
+
+            shutil.rmtree(kb_dir)
+        kb_dir.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, __file__, "--child-build", str(n), "--kb", str(kb_dir)]
+        cmd += ["--seed", str(seed)]
+        env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        if p.returncode != 0:
+            raise SystemExit(f"build of {n} patients failed:\n{p.stderr[-3000:]}")
+        row = json.loads(p.stdout.strip().splitlines()[-1])
+        row["wall_s"] = round(time.perf_counter() - t, 1)
+        print(f"built {n}: {row}", file=sys.stderr, flush=True)
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------------ raw pandas
+
+
+def raw_off(df, instrument: str):
+    d = df[(df["instrument"] == instrument) & (df["condition"].str.upper() != "ON")]
+    return d.sort_values(["proj_id", "visit"])
+
+
+def raw_latest_total(df):
+    d = raw_off(df, "updrs").dropna(subset=[f"score_{x}" for x in UPDRS])
+    d = d.assign(total=d["score_nonmotor"] + d["score_adl"] + d["score_motor"])
+    latest = d.groupby("proj_id").tail(1).sort_values(["total", "proj_id"], ascending=[False, True])
+    return latest, (latest["total"].max(), latest["total"].min(), round(latest["total"].mean(), 2))
+
+
+def raw_slopes(df, domain: str):
+    d = raw_off(df, "updrs" if domain != "qol" else "pdq8").dropna(subset=[f"score_{domain}"])
+    x, y = d["visit"].astype(float), d[f"score_{domain}"]
+    g = d.groupby("proj_id")
+    mx, my = g["visit"].transform("mean"), g[f"score_{domain}"].transform("mean")
+    sxy = ((x - mx) * (y - my)).groupby(d["proj_id"]).sum()
+    sxx = ((x - mx) ** 2).groupby(d["proj_id"]).sum()
+    slope = (sxy / sxx.where(sxx > 0)).round(2).dropna()
+    return slope.sort_values(ascending=False)
+
+
+def raw_latest_mean(df, domain: str):
+    d = raw_off(df, "updrs").dropna(subset=[f"score_{domain}"])
+    latest = d.groupby("proj_id").tail(1)
+    return round(latest[f"score_{domain}"].mean(), 2), latest[f"score_{domain}"].max()
+
+
+def raw_patient_series(df, patients):
+    d = df[df["proj_id"].isin(patients) & (df["condition"].str.upper() != "ON")]
+    out = {}
+    for dom in ("motor", "adl", "nonmotor", "qol"):
+        s = d.dropna(subset=[f"score_{dom}"]).sort_values(["proj_id", "visit"])
+        g = s.groupby("proj_id")[f"score_{dom}"]
+        out[dom] = s.assign(delta=g.diff(), cumulative=s[f"score_{dom}"] - g.transform("first"))
+    return out
+
+
+RAW = {
+    "cohort: highest total burden": raw_latest_total,
+    "cohort: fastest motor worsening": lambda df: raw_slopes(df, "motor"),
+    "cohort: average motor": lambda df: raw_latest_mean(df, "motor"),
+}
+
+
+# ------------------------------------------------------------------------------------ query
+
+
+def _median_ms(fn, repeat: int) -> tuple[float, float]:
+    """(median wall ms, median CPU ms of this process) over `repeat` calls after a warm-up."""
+    fn()  # warm-up
+    times, cpu = [], []
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+    return round(statistics.median(times), 2), round(statistics.median(cpu), 2)
+
+
+def _engine_ms(eng, plan, repeat: int) -> tuple[float, float, dict, object]:
+    """(median trace ms, median CPU ms of the run, node times of the last run, last result).
+    CPU time is what the run would take on an idle core: the shared machine's load (other
+    sessions' test runs) stretches wall time, not the CPU the run needs."""
+    eng.run(plan)  # warm-up
+    totals, cpu, last = [], [], None
+    for _ in range(repeat):
+        c = time.process_time()
+        last = eng.run(plan)
+        cpu.append((time.process_time() - c) * 1000)
+        totals.append(sum(t.ms for t in last.trace))
+    nodes = {t.node: round(t.ms, 2) for t in last.trace}
+    return round(statistics.median(totals), 2), round(statistics.median(cpu), 2), nodes, last
+
+
+def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
+    from engine.config import Config
+    from engine.grounding.guard import check_numbers
+    from engine.pipeline import Engine
+    from engine.types import Plan
+    from kb_store.chroma_kb import open_kb
+
+    out: dict = {"rows": [], "ledger": [], "page": []}
+    for n in sizes:
+        kb_dir = workdir / f"kb{n}"
+        t = time.perf_counter()
+        kb = open_kb(kb_dir, embedding="hashing")
+        table = kb.fact_table()
+        df = table.frame()
+        load_ms = round((time.perf_counter() - t) * 1000, 1)
+        cfg = Config.load({"kb_dir": kb_dir, "embedding": "hashing"}, env={})
+        eng = Engine(cfg, kb, None)
+        ids = kb.patient_ids()
+        p1, p2 = ids[len(ids) // 2], ids[len(ids) // 3]
+        print(f"[{n}] KB open + table load {load_ms} ms", file=sys.stderr, flush=True)
+        cases = [
+            (name, Plan((), "cohort", query=q), RAW[name]) for name, q in COHORT_QUERIES.items()
+        ]
+        cases += [
+            (
+                "trajectory (1 patient)",
+                Plan((p1,), "trajectory"),
+                lambda d, ps=(p1,): raw_patient_series(d, list(ps)),
+            ),
+            (
+                "comparison (2 patients)",
+                Plan((p1, p2), "comparison"),
+                lambda d, ps=(p1, p2): raw_patient_series(d, list(ps)),
+            ),
+        ]
+        for name, plan, raw in cases:
+            ems, ecpu, nodes, res = _engine_ms(eng, plan, repeat)
+            rms, rcpu = _median_ms(lambda raw=raw, df=df: raw(df), repeat)
+            row = {
+                "patients": n,
+                "case": name,
+                "engine_ms": ems,
+                "raw_ms": rms,
+                "ratio": round(ems / rms, 1) if rms else None,
+                "engine_cpu_ms": ecpu,
+                "raw_cpu_ms": rcpu,
+                "cpu_ratio": round(ecpu / rcpu, 1) if rcpu else None,
+                "nodes": nodes,
+            }
+            out["rows"].append(row)
+            print(row, file=sys.stderr, flush=True)
+            if name == "cohort: highest total burden":
+                t = time.perf_counter()
+                c = time.process_time()
+                for _ in range(repeat):
+                    rec = check_numbers(res.summary, res.ledger, res.plan.patients)
+                check_ms = (time.perf_counter() - t) * 1000 / repeat
+                check_cpu = (time.process_time() - c) * 1000 / repeat
+                out["ledger"].append(
+                    {
+                        "patients": n,
+                        "ledger_values": len(res.ledger),
+                        "ledger_patients": len({v.patient for v in res.ledger if v.patient}),
+                        "result_facts": len(res.facts),
+                        "summary_chars": len(res.summary),
+                        "numbers_checked": rec["numbers"],
+                        "unsupported": len(rec["unsupported"]),
+                        "check_ms": round(check_ms, 2),
+                        "check_cpu_ms": round(check_cpu, 2),
+                        "ranking_rows": len(res.cohort["ranking"]),
+                    }
+                )
+        out["page"].append(page_bench(n, kb, eng, df, repeat))
+        out.setdefault("load_ms", {})[n] = load_ms
+    return out
+
+
+def page_bench(n: int, kb, eng, df, repeat: int) -> dict:
+    """The Cohort page under AppTest: one Run, then reruns without a new run."""
+    from streamlit.testing.v1 import AppTest
+
+    from engine import engine_factory
+
+    engine_factory.open_engine = lambda cfg, **kw: eng  # the dashboard opens this engine
+    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("views/cohort.py").run()
+    at.selectbox(key="question").set_value(COHORT_QUERIES["cohort: highest total burden"]).run()
+    t = time.perf_counter()
+    at.button(key="run_cohort").click().run()
+    first_ms = (time.perf_counter() - t) * 1000
+    assert not at.exception, at.exception
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        at.run()
+        times.append((time.perf_counter() - t) * 1000)
+        assert not at.exception, at.exception
+    # the page script runs in AppTest's script thread; process CPU time covers it
+    cpu = []
+    for _ in range(repeat):
+        c = time.process_time()
+        at.run()
+        cpu.append((time.process_time() - c) * 1000)
+
+    def raw() -> None:  # the page's tables straight from the table with pandas
+        latest, _ = raw_latest_total(df)
+        latest[["proj_id", "total", "visit", "date"]].reset_index(drop=True)
+        for dom in ("motor", "adl", "nonmotor"):
+            raw_slopes(df, dom)
+
+    raw_ms, raw_cpu = _median_ms(raw, repeat)
+    row = {
+        "patients": n,
+        "first_run_ms": round(first_ms, 1),
+        "rerun_ms": round(statistics.median(times), 1),
+        "raw_ms": raw_ms,
+        "rerun_cpu_ms": round(statistics.median(cpu), 1),
+        "raw_cpu_ms": raw_cpu,
+    }
+    row["ratio"] = round(row["rerun_ms"] / row["raw_ms"], 1)
+    row["cpu_ratio"] = round(row["rerun_cpu_ms"] / row["raw_cpu_ms"], 1)
+    print(row, file=sys.stderr, flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-facts"))
+    ap.add_argument("--patients", type=int, action="append")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--reuse", action="store_true", help="keep KBs already built under --workdir")
+    ap.add_argument("--phase", choices=("build", "query", "both"), default="both")
+    ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--child-build", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--kb", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child_build:
+        print(json.dumps(build_child(a.child_build, a.kb, a.seed)))
+        return
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sizes = a.patients or list(SIZES)
+    res: dict = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    if a.phase in ("build", "both"):
+        res["build"] = build(sizes, a.workdir, a.reuse, a.seed)
+    if a.phase in ("query", "both"):
+        res["query"] = query(sizes, a.workdir, a.repeat)
+        res["load_after"] = round(os.getloadavg()[0], 1)
+    print(json.dumps(res, indent=1))
+    if a.json_out:
+        a.json_out.write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()

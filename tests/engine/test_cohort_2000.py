@@ -1,0 +1,157 @@
+"""Every cohort statistic of a generated 2,000-patient KB against a direct pandas computation on
+the source CSV (issue 16): latest scores, UPDRS totals, slopes per visit and per year of every
+patient and domain, cohort max / min / mean, the answer and the ranking of each Cohort-page
+question. The engine reads the KB's session table (ingest -> documents -> table); the reference
+reads only the CSV, with its own date parsing and sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.config import Config
+from engine.pipeline import Engine
+from engine.types import Plan
+from kb_store import synth
+from kb_store.documents import build_documents
+from kb_store.ingest import load_sources
+from kb_store.reader import InMemoryKB
+
+pytestmark = pytest.mark.slow
+
+N = 2000
+QUESTIONS = {  # Cohort page questions -> (statistic, domain)
+    "Which patient has the highest total UPDRS burden?": ("maximum", "total"),
+    "Which patient has the lowest total UPDRS burden?": ("minimum", "total"),
+    "Which patient's motor score is worsening fastest?": ("steepest_slope", "motor"),
+    "Which patient's ADL score is worsening fastest?": ("steepest_slope", "adl"),
+    "Which patient's non-motor score is worsening fastest?": ("steepest_slope", "nonmotor"),
+    "Which patient's quality of life (PDQ-8) is worsening fastest?": ("steepest_slope", "qol"),
+    "Which patient is the most stable?": ("smallest_abs_slope", "total"),
+    "What is the average motor score?": ("mean", "motor"),
+    "What is the average PDQ-8 score?": ("mean", "qol"),
+}
+DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%m/%d/%Y",
+    "%d.%m.%Y",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%SZ",
+    "%b %d %Y",
+    "%m/%Y",  # month only: the first of the month
+)
+
+
+def _dates(s: pd.Series) -> pd.Series:
+    out = pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns]")
+    for f in DATE_FORMATS:
+        todo = out.isna()
+        out[todo] = pd.to_datetime(s[todo], format=f, errors="coerce")
+    assert out.notna().all(), s[out.isna()].head()
+    return out
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    csv = tmp_path_factory.mktemp("c2000") / "cohort.csv"
+    synth.generate(patients=N, seed=5).to_csv(csv, index=False)
+    res = load_sources([csv])
+    assert not [i for i in res.issues if i.severity == "error"]
+    kb = InMemoryKB(build_documents(res.sessions))
+    return csv, kb, Engine(Config.load(env={}), kb, None)
+
+
+@pytest.fixture(scope="module")
+def reference(cohort):
+    """Per (patient, domain) points straight from the CSV: visit = date order within patient."""
+    csv = cohort[0]
+    raw = pd.read_csv(csv, dtype={"date": str})
+    raw["day"] = _dates(raw["date"]).dt.normalize()
+    raw = raw.sort_values(["proj_id", "day"], kind="stable")
+    raw["visit"] = raw.groupby("proj_id").cumcount() + 1
+    cols = {d: synth.item_codes(d) for d in ("nonmotor", "adl", "motor", "qol")}
+    for d, codes in cols.items():
+        raw[d] = raw[codes].sum(axis=1, min_count=1)
+    raw["total"] = raw["nonmotor"] + raw["adl"] + raw["motor"]  # NaN unless all three
+    long = raw.melt(
+        id_vars=["proj_id", "visit", "day"],
+        value_vars=[*cols, "total"],
+        var_name="domain",
+        value_name="score",
+    ).dropna(subset=["score"])
+    long = long.sort_values(["domain", "proj_id", "visit"])
+    g = long.groupby(["domain", "proj_id"])
+    x = long["visit"].astype(float)
+    yrs = (long["day"] - g["day"].transform("first")).dt.days / 365.25
+    y = long["score"]
+
+    def slope(xs: pd.Series) -> pd.Series:
+        dx = xs - xs.groupby([long["domain"], long["proj_id"]]).transform("mean")
+        dy = y - g["score"].transform("mean")
+        sxx = (dx * dx).groupby([long["domain"], long["proj_id"]]).sum()
+        sxy = (dx * dy).groupby([long["domain"], long["proj_id"]]).sum()
+        return sxy / sxx.where(sxx > 0)
+
+    ref = pd.DataFrame(
+        {
+            "latest": g["score"].last(),
+            "latest_visit": g["visit"].last(),
+            "n": g["score"].size(),
+            "slope": slope(x),
+            "slope_year": slope(yrs),
+        }
+    )
+    return ref
+
+
+def test_every_cohort_statistic_matches_pandas_on_the_csv(cohort, reference):
+    _, kb, eng = cohort
+    assert len(kb.patient_ids()) == N
+    ref = reference
+    checked = 0
+    for q, (stat, dom) in QUESTIONS.items():
+        c = eng.run(Plan((), "cohort", query=q)).cohort
+        assert (c["statistic"], c["domain"], c["n_patients"]) == (stat, dom, N), q
+        # every domain's max / min / mean at each patient's latest scored visit
+        for d, st in c["domain_stats"].items():
+            lat = ref.loc[d, "latest"]
+            assert (st["max"], st["min"], st["n_patients"]) == (lat.max(), lat.min(), len(lat))
+            assert st["mean"] == pytest.approx(round(lat.mean(), 2), abs=1e-9), (q, d)
+            assert sorted(st["max_patients"]) == sorted(lat.index[lat == lat.max()].tolist())
+            assert sorted(st["min_patients"]) == sorted(lat.index[lat == lat.min()].tolist())
+        # every patient's slope per visit and per year, visits counted, first and last visit
+        for s in c["slopes"]:
+            r = ref.loc[(s["domain"], s["patient"])]
+            assert s["n_visits"] == r["n"] and s["last_visit"] == r["latest_visit"]
+            for k in ("slope", "slope_year"):
+                if np.isnan(r[k]):
+                    assert s[k] is None
+                else:
+                    assert s[k] == pytest.approx(r[k], abs=0.005 + 1e-9), (s, k, r[k])
+            checked += 1
+        assert len(c["slopes"]) == len(ref)
+        # the answer and the whole ranking
+        if stat in ("maximum", "minimum", "mean"):
+            lat = ref.loc[dom, "latest"]
+            want = lat.sort_values(ascending=stat == "minimum", kind="stable")
+            got = pd.Series({r["patient"]: r["value"] for r in c["ranking"]})
+            assert (got.sort_index() == lat.sort_index()).all()
+            assert [r["value"] for r in c["ranking"]] == want.tolist()
+            if stat == "mean":
+                assert c["value"] == pytest.approx(round(lat.mean(), 2), abs=1e-9)
+            else:
+                assert c["value"] == want.iloc[0] and lat[c["patient"]] == want.iloc[0]
+        else:
+            sl = ref.loc[dom, "slope"].dropna()
+            key = sl.abs() if stat == "smallest_abs_slope" else sl
+            best = key.min() if stat == "smallest_abs_slope" else key.max()
+            got = {r["patient"]: r["value"] for r in c["ranking"]}
+            assert sorted(got) == sorted(sl.index)
+            assert all(abs(got[p] - sl[p]) <= 0.005 + 1e-9 for p in sl.index)
+            top = sl[c["patient"]]
+            assert abs((abs(top) if stat == "smallest_abs_slope" else top) - best) <= 0.01
+        ranks = [r["rank"] for r in c["ranking"]]
+        assert ranks[0] == 1 and ranks == sorted(ranks)
+    assert checked >= len(QUESTIONS) * N * 4
