@@ -23,7 +23,7 @@ def course_and_findings(
     courses = compute_courses(facts, ctx)
     rows = red_flags(facts, ctx)
     present = {f.patient for f in facts}
-    findings = {p: patient_findings(p, facts, rows, ctx) for p in patients if p in present}
+    findings = {p: patient_findings(p, facts, rows, ctx, courses) for p in patients if p in present}
     return {"courses": courses, "findings": findings}
 
 

@@ -42,11 +42,18 @@ def _direction(dc: DomainCourse) -> str:
     if c is None:
         return ""
     if dc.all_zero:
-        return "zero on every item at every assessment while other parts were not: possibly not examined or missing data"
-    if dc.domain == "total" and dc.zero_suspect and dc.last.visit in dc.zero_suspect:
+        return (
+            "zero on every item at every assessment while other parts were not: possibly not "
+            "examined or missing data, so no severity band is given"
+        )
+    if dc.domain == "total" and dc.latest_suspect:
         return "parts scored zero at the latest assessment, so this change may reflect missing data rather than a real change"
-    if dc.zero_suspect and dc.last.visit in dc.zero_suspect:
-        return "zero at the latest assessment after non-zero scores: possibly missing data, not improvement"
+    if dc.latest_suspect:
+        # the caveat replaces the band word (engine.clinical_course._mark_zeros drops the band)
+        return (
+            "zero at the latest assessment after non-zero scores: possibly missing data, not "
+            "improvement, so no severity band is given"
+        )
     if c.mcid is None:
         word = {"worsened": "worse", "improved": "better", "unchanged": "unchanged"}[c.label]
         return f"{word} overall" if c.label != "unchanged" else "unchanged overall"
@@ -224,30 +231,55 @@ def _findings_paragraphs(fd: Findings) -> list[str]:
         by_item.setdefault(g.item, []).append(g)
     for gs in by_item.values():
         main = [g for g in gs if g.rule != "severe_item"] or gs
-        status = "current" if any(g.current for g in gs) else "resolved"
+        status, unconfirmed = _flag_status(gs)
         for g in main:
             if g.rule.endswith("new_onset"):
                 paras.append(
                     f"Red flag ({status}): {g.label}, first rated above zero at "
-                    f"{_where(g.visits)} after zero at every earlier assessment ({g.why})."
+                    f"{_where(g.visits)} after zero at every earlier assessment ({g.why})"
+                    f"{unconfirmed}."
                 )
                 continue
             sev = [x for x in gs if x.rule == "severe_item" and x is not g]
             tail = f", severe at {_where(sev[0].visits)}" if sev else ""
             paras.append(
                 f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
-                f"at {_where(g.visits)}{tail} ({g.why})."
+                f"at {_where(g.visits)}{tail} ({g.why}){unconfirmed}."
             )
-    if fd.negatives:
-        v = fd.negatives[0][2]
-        words = [w for _, w, _ in fd.negatives]
+    by_visit_neg: dict[int, list[str]] = {}
+    for _, w, v in fd.negatives:
+        by_visit_neg.setdefault(v, []).append(w)
+    for v, words in sorted(by_visit_neg.items()):
+        skipped = fd.negatives_skipped.get(v)
+        # never from a session that is possibly missing data: say which visit they come from
+        where = (
+            f"At visit {v}, the last assessment before possibly missing data at {_where(skipped)}"
+            if skipped
+            else f"At visit {v}"
+        )
         paras.append(
-            f"At visit {v}, without "
+            f"{where}, without "
             + ", ".join(words[:-1])
             + (f" or {words[-1]}" if len(words) > 1 else words[0])
             + "."
         )
     return paras
+
+
+def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:
+    """(status word, tail) of one item's red flags, decided by the item's last flagged visit:
+    current; resolved (below the threshold at a later assessment that is not possibly missing
+    data); or not resolved when the only later evidence is possibly missing data."""
+    if any(g.current for g in gs):
+        return "current", ""
+    last = max(v for g in gs for v in g.visits)
+    decisive = [g for g in gs if max(g.visits) == last]
+    if any(g.status == "unconfirmed" for g in decisive):
+        later = sorted({v for g in decisive for v in g.suspect_after})
+        return "not resolved", (
+            f"; last seen at visit {last}; later assessment possibly missing data ({_where(later)})"
+        )
+    return "resolved", ""
 
 
 def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
@@ -273,6 +305,13 @@ def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
         watch.append(
             "current red flags ("
             + ", ".join(dict.fromkeys(g.item_label.lower() for g in cur))
+            + ")"
+        )
+    open_ = [g for g in fd.flags if g.status == "unconfirmed"]
+    if open_:
+        watch.append(
+            "red flags not confirmed resolved because later data are possibly missing ("
+            + ", ".join(dict.fromkeys(g.item_label.lower() for g in open_))
             + ")"
         )
     if not watch:
