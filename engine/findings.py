@@ -58,6 +58,14 @@ class FlagGroup:
     suspect_after: list[int] = field(default_factory=list)  # later visits, all possibly missing
 
 
+@dataclass(frozen=True)
+class FallsPoint:
+    visit: int
+    value: float
+    label: str  # the item's label
+    suspect: bool  # the assessment is possibly missing data
+
+
 @dataclass
 class Findings:
     high: list[ItemFinding] = field(default_factory=list)
@@ -67,6 +75,8 @@ class Findings:
     negatives: list[tuple[str, str, int]] = field(default_factory=list)  # (code, words, visit)
     # visit of a negative -> the later assessments skipped as possibly missing data
     negatives_skipped: dict[int, list[int]] = field(default_factory=dict)
+    # the falls item (red-flag rule `falls`) at every assessment (for the final agent's facts)
+    falls: list[FallsPoint] = field(default_factory=list)
 
 
 def anchor_word(rules: Mapping[str, Any], instrument: str, value: float) -> str:
@@ -203,6 +213,19 @@ def patient_findings(
                     if skipped:
                         out.negatives_skipped[f.visit] = sorted(skipped)
                 break
+    fall_rule = next((r for r in ctx.red_flags if r.id == "falls"), None)
+    for f in sorted(mine, key=lambda f: f.visit):
+        for code in fall_rule.items.get(f.profile, ()) if fall_rule else ():
+            x = f.items.get(code)
+            if x is not None:
+                out.falls.append(
+                    FallsPoint(
+                        f.visit,
+                        x,
+                        load_profile(f.profile).item(code).label,
+                        suspect(f.instrument, f.domain, f.visit),
+                    )
+                )
     out.new_onset = [r for r in new_onset_rows(mine, ctx)]
     groups: dict[tuple[str, str], FlagGroup] = {}
     inst_of = {f.doc_id: f.instrument for f in mine}

@@ -226,26 +226,7 @@ def _findings_paragraphs(fd: Findings) -> list[str]:
     for v, sents in rises.items():
         # one short sentence per item, each naming its part and reference visit
         paras.append(f"Items up two points or more by visit {v}. " + " ".join(sents))
-    by_item: dict[str, list] = {}
-    for g in fd.flags:
-        by_item.setdefault(g.item, []).append(g)
-    for gs in by_item.values():
-        main = [g for g in gs if g.rule != "severe_item"] or gs
-        status, unconfirmed = _flag_status(gs)
-        for g in main:
-            if g.rule.endswith("new_onset"):
-                paras.append(
-                    f"Red flag ({status}): {g.label}, first rated above zero at "
-                    f"{_where(g.visits)} after zero at every earlier assessment ({g.why})"
-                    f"{unconfirmed}."
-                )
-                continue
-            sev = [x for x in gs if x.rule == "severe_item" and x is not g]
-            tail = f", severe at {_where(sev[0].visits)}" if sev else ""
-            paras.append(
-                f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
-                f"at {_where(g.visits)}{tail} ({g.why}){unconfirmed}."
-            )
+    paras += [text for _, text in _flag_paragraphs(fd)]
     by_visit_neg: dict[int, list[str]] = {}
     for _, w, v in fd.negatives:
         by_visit_neg.setdefault(v, []).append(w)
@@ -264,6 +245,70 @@ def _findings_paragraphs(fd: Findings) -> list[str]:
             + "."
         )
     return paras
+
+
+def _flag_paragraphs(fd: Findings) -> list[tuple[str, str]]:
+    """(status, paragraph) per red flag, grouped per item (one paragraph per rule)."""
+    paras: list[tuple[str, str]] = []
+    by_item: dict[str, list] = {}
+    for g in fd.flags:
+        by_item.setdefault(g.item, []).append(g)
+    for gs in by_item.values():
+        main = [g for g in gs if g.rule != "severe_item"] or gs
+        status, unconfirmed = _flag_status(gs)
+        for g in main:
+            if g.rule.endswith("new_onset"):
+                paras.append(
+                    (
+                        status,
+                        f"Red flag ({status}): {g.label}, first rated above zero at "
+                        f"{_where(g.visits)} after zero at every earlier assessment ({g.why})"
+                        f"{unconfirmed}.",
+                    )
+                )
+                continue
+            sev = [x for x in gs if x.rule == "severe_item" and x is not g]
+            tail = f", severe at {_where(sev[0].visits)}" if sev else ""
+            paras.append(
+                (
+                    status,
+                    f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
+                    f"at {_where(g.visits)}{tail} ({g.why}){unconfirmed}.",
+                )
+            )
+    return paras
+
+
+def _falls_sentence(fd: Findings) -> str:
+    """The falls item at every assessment (possibly missing data marked), or "" without one."""
+    if not fd.falls:
+        return ""
+    return (
+        f"{_cap(_label(fd.falls[0].label))} item: "
+        + ", ".join(
+            f"{fmt(x.value)} at visit {x.visit}" + (" (possibly missing data)" if x.suspect else "")
+            for x in fd.falls
+        )
+        + "."
+    )
+
+
+def given_facts(
+    patient: int, courses: Mapping[tuple[int, str], InstrumentCourse], fd: Findings
+) -> str:
+    """The facts an LLM-written summary must state (issue 11 follow-up): the framing of each
+    instrument (assessments, period, UPDRS total first -> last), falls at every assessment and the
+    red flags that are current or not resolved. Ledger values only, written as the facts text
+    writes them, so the guard accepts them verbatim."""
+    paras = [f"Patient {patient}."]
+    paras += [" ".join(_framing(ic)) for ic in iter_courses(dict(courses), patient)]
+    falls = _falls_sentence(fd)
+    if falls:
+        paras.append(falls)
+    flags = [t for st, t in _flag_paragraphs(fd) if st != "resolved"]
+    paras += flags or ["No red flag is current."]
+    # the same paragraphs as the facts text, so the guard reads them the same way
+    return "\n\n".join(paras)
 
 
 def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:

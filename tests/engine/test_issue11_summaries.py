@@ -139,8 +139,10 @@ def test_3_falls_red_flag_current_and_grouped(traj, engine):
 
 def test_3_new_onset_hallucinations_and_dysregulation(traj):
     r1 = traj(1)
-    assert "Red flag (resolved): new-onset hallucinations, first rated above zero at visit 2" in (
-        r1.summary
+    # visit 5 is possibly missing data (every item 0): hallucinations, last at 2, are not resolved
+    assert (
+        "Red flag (not resolved): new-onset hallucinations, first rated above zero at visit 2"
+        in r1.summary
     )
     rows = [x for x in r1.flags["red_flags"] if x["rule"] == "hallucinations_new_onset"]
     assert rows and rows[0]["visit"] == 2 and rows[0]["value"] >= 1
