@@ -7,7 +7,8 @@ Owns (issue 11 points 3-5), computed in code from the fact table F and the red-f
 - new onset (`findings.new_onset`): an item at 0 at every earlier assessment and >= 1 now;
 - red flags grouped per item and rule, each current (present at the latest assessment of its
   instrument), resolved (below its threshold at a later assessment that is not possibly missing
-  data) or unconfirmed (every later assessment possibly missing data: "last seen at visit N");
+  data), unconfirmed (every later assessment possibly missing data: "last seen at visit N") or
+  unscored (the item not scored at any later assessment);
 - pertinent negatives: the safety items (`findings.pertinent_negatives`) scored 0 at the latest
   assessment that is not possibly missing data (engine.clinical_course zeros), naming the
   suspect assessments skipped.
@@ -54,8 +55,10 @@ class FlagGroup:
     current: bool = False
     why: str = ""
     source: str = ""
-    status: str = "resolved"  # current | resolved | unconfirmed
-    suspect_after: list[int] = field(default_factory=list)  # later visits, all possibly missing
+    status: str = "resolved"  # current | resolved | unconfirmed | unscored
+    # unconfirmed: the later visits, all possibly missing data; unscored: the later visits where
+    # the item was not scored
+    suspect_after: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -255,21 +258,18 @@ def patient_findings(
     del inst_of
     for g in groups.values():
         inst = visit_inst.get((max(g.visits), g.domain))
+        after = [f for f in mine if f.instrument == inst and f.visit > max(g.visits)]
         later = sorted(
-            {
-                f.visit
-                for f in mine
-                if f.instrument == inst
-                and f.domain == g.domain
-                and f.visit > max(g.visits)
-                and f.items.get(g.item) is not None
-            }
+            {f.visit for f in after if f.domain == g.domain and f.items.get(g.item) is not None}
         )
         if g.current:
             g.status = "current"
         elif later and inst is not None and all(suspect(inst, g.domain, v) for v in later):
             # the only later evidence is possibly missing data: neither current nor resolved
             g.status, g.suspect_after = "unconfirmed", later
+        elif not later:
+            # no later score of the item at all (not scored): nothing says it resolved
+            g.status, g.suspect_after = "unscored", sorted({f.visit for f in after})
     out.flags = sorted(groups.values(), key=lambda g: (not g.current, g.visits[0], g.item))
     return out
 

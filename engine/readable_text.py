@@ -314,15 +314,20 @@ def given_facts(
 def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:
     """(status word, tail) of one item's red flags, decided by the item's last flagged visit:
     current; resolved (below the threshold at a later assessment that is not possibly missing
-    data); or not resolved when the only later evidence is possibly missing data."""
+    data); or not resolved when the only later evidence is possibly missing data or the item
+    was not scored later."""
     if any(g.current for g in gs):
         return "current", ""
     last = max(v for g in gs for v in g.visits)
     decisive = [g for g in gs if max(g.visits) == last]
+    later = sorted({v for g in decisive for v in g.suspect_after})
     if any(g.status == "unconfirmed" for g in decisive):
-        later = sorted({v for g in decisive for v in g.suspect_after})
         return "not resolved", (
             f"; last seen at visit {last}; later assessment possibly missing data ({_where(later)})"
+        )
+    if any(g.status == "unscored" for g in decisive):
+        return "not resolved", f"; last seen at visit {last}; not scored later" + (
+            f" ({_where(later)})" if later else ""
         )
     return "resolved", ""
 
@@ -352,10 +357,10 @@ def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
             + ", ".join(dict.fromkeys(g.item_label.lower() for g in cur))
             + ")"
         )
-    open_ = [g for g in fd.flags if g.status == "unconfirmed"]
+    open_ = [g for g in fd.flags if g.status in ("unconfirmed", "unscored")]
     if open_:
         watch.append(
-            "red flags not confirmed resolved because later data are possibly missing ("
+            "red flags not confirmed resolved ("
             + ", ".join(dict.fromkeys(g.item_label.lower() for g in open_))
             + ")"
         )
