@@ -108,12 +108,13 @@ def band_of(ctx: Contexts, rules: dict[str, Any], profile: str, domain: str, sco
     A score of 0 (every item 0, anchor "normal") is `course.zero_level`, never the bottom band
     ("mild"); a 0 that is possibly missing data gets no band at all (see _mark_zeros)."""
     zero = rules["course"].get("zero_level")
-    if score == 0 and zero:
+    ref = rules["course"].get("reference_bands", {}).get(profile, {}).get(domain)
+    has_bands = bool(ctx.severity.get(profile, {}).get(domain)) or bool(ref)
+    if score == 0 and zero and has_bands:  # a domain without bands (PDQ-8) gets no word
         return zero["level"], zero.get("basis", "anchor")
     lvl = ctx.severity_of(profile, domain, score)
     if lvl:
         return lvl, "published"
-    ref = rules["course"].get("reference_bands", {}).get(profile, {}).get(domain)
     if not ref:
         return None, ""
     for b in ref["bands"]:

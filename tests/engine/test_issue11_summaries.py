@@ -518,6 +518,14 @@ def test_5_zero_is_normal_never_mild(engine, traj):
                 if dc["latest"]["score"] == 0:
                     assert dc["band"] in (None, "normal"), (p, d, dc["band"])
                     assert dc["band"] is None or not dc["latest_suspect"]
+                if c["instrument"] == "pdq8":
+                    assert dc["band"] is None, p  # no PDQ-8 bands: no word, not even "normal"
+        assert not re.search(r"\bmild at the latest assessment[^.]*\b0 at visit \d+\)", r.summary)
+    # patient 81: one assessment, every UPDRS item 0 (no earlier course, so not suspect)
+    s81 = traj(81).summary
+    assert (
+        "Motor examination (Part III): normal at the latest assessment (motor 0 at visit 1)." in s81
+    )
 
 
 # ---- the LLM path: the final agent is given the framing, falls and red flags --------------------
