@@ -10,7 +10,7 @@ from typing import Any
 from engine.clinical_course import compute_courses, course_values, courses_json  # noqa: F401
 from engine.contexts import Contexts
 from engine.findings import Findings, findings_values, patient_findings
-from engine.readable_text import excluded_sentence, patient_summary
+from engine.readable_text import excluded_sentence, given_facts, patient_summary
 from engine.types import Fact, FactValue
 
 
@@ -23,7 +23,7 @@ def course_and_findings(
     courses = compute_courses(facts, ctx)
     rows = red_flags(facts, ctx)
     present = {f.patient for f in facts}
-    findings = {p: patient_findings(p, facts, rows, ctx) for p in patients if p in present}
+    findings = {p: patient_findings(p, facts, rows, ctx, courses) for p in patients if p in present}
     return {"courses": courses, "findings": findings}
 
 
@@ -116,3 +116,14 @@ def baseline_note(state: Any) -> str:
                 "instruments)."
             )
     return " ".join(out)
+
+
+def final_given_facts(state: Any) -> str:
+    """The given facts of the final agent's prompt, one line each (engine.readable_text.given_facts
+    per planned patient); "none" when no patient has a course (e.g. cohort mode is not given them)."""
+    out = [
+        given_facts(p, state.courses, state.findings[p])
+        for p in state.plan.patients
+        if p in state.findings
+    ]
+    return "\n\n".join(x for x in out if x) or "none"

@@ -71,6 +71,7 @@ class DomainCourse:
     band_basis: str = ""  # published | reference
     zero_suspect: list[int] = field(default_factory=list)  # visits at 0 after a non-zero course
     all_zero: bool = False  # every item 0 at every (>= 2) assessment while other parts were not
+    latest_suspect: bool = False  # the latest score is possibly missing data: no band is given
 
     @property
     def first(self) -> Point:
@@ -95,13 +96,25 @@ class InstrumentCourse:
     def n(self) -> int:
         return len(self.visits)
 
+    def is_suspect(self, domain: str, visit: int) -> bool:
+        """Whether `domain` at `visit` is possibly missing data (a zero session, or the domain at 0
+        on every item after a non-zero course): it asserts neither absence nor resolution."""
+        dc = self.domains.get(domain)
+        return visit in self.zero_sessions or (dc is not None and visit in dc.zero_suspect)
+
 
 def band_of(ctx: Contexts, rules: dict[str, Any], profile: str, domain: str, score: float):
-    """(band word, basis) from the published cut-offs, else this profile's reference bands."""
+    """(band word, basis) from the published cut-offs, else this profile's reference bands.
+    A score of 0 (every item 0, anchor "normal") is `course.zero_level`, never the bottom band
+    ("mild"); a 0 that is possibly missing data gets no band at all (see _mark_zeros)."""
+    zero = rules["course"].get("zero_level")
+    ref = rules["course"].get("reference_bands", {}).get(profile, {}).get(domain)
+    has_bands = bool(ctx.severity.get(profile, {}).get(domain)) or bool(ref)
+    if score == 0 and zero and has_bands:  # a domain without bands (PDQ-8) gets no word
+        return zero["level"], zero.get("basis", "anchor")
     lvl = ctx.severity_of(profile, domain, score)
     if lvl:
         return lvl, "published"
-    ref = rules["course"].get("reference_bands", {}).get(profile, {}).get(domain)
     if not ref:
         return None, ""
     for b in ref["bands"]:
@@ -215,6 +228,11 @@ def _mark_zeros(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
         for d in parts:
             suspect |= set(ic.domains[d].zero_suspect)
         tot.zero_suspect = sorted(v for v in suspect if v in {p.visit for p in tot.points})
+    for d, dc in ic.domains.items():
+        if dc.last.visit in dc.zero_suspect or (d != "total" and ic.is_suspect(d, dc.last.visit)):
+            # a suspect zero is no severity: the caveat replaces the band word
+            dc.latest_suspect = True
+            dc.band, dc.band_basis = None, ""
 
 
 def course_values(courses: dict[tuple[int, str], InstrumentCourse]) -> list[FactValue]:
@@ -321,6 +339,7 @@ def courses_json(courses: dict[tuple[int, str], InstrumentCourse]) -> list[dict[
                 "band_basis": dc.band_basis,
                 "zero_suspect": dc.zero_suspect,
                 "all_zero": dc.all_zero,
+                "latest_suspect": dc.latest_suspect,
             }
         out.append(
             {

@@ -6,9 +6,12 @@ Owns (issue 11 points 3-5), computed in code from the fact table F and the red-f
 - items up `findings.item_rise_min` (2) points or more since the instrument's first assessment;
 - new onset (`findings.new_onset`): an item at 0 at every earlier assessment and >= 1 now;
 - red flags grouped per item and rule, each current (present at the latest assessment of its
-  instrument) or resolved;
+  instrument), resolved (below its threshold at a later assessment that is not possibly missing
+  data), unconfirmed (every later assessment possibly missing data: "last seen at visit N") or
+  unscored (the item not scored at any later assessment);
 - pertinent negatives: the safety items (`findings.pertinent_negatives`) scored 0 at the latest
-  assessment.
+  assessment that is not possibly missing data (engine.clinical_course zeros), naming the
+  suspect assessments skipped.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.clinical_course import course_rules
+from engine.clinical_course import InstrumentCourse, course_rules
 from engine.contexts import Contexts
 from engine.types import Fact
 from kb_store.profiles import load_profile
@@ -52,6 +55,18 @@ class FlagGroup:
     current: bool = False
     why: str = ""
     source: str = ""
+    status: str = "resolved"  # current | resolved | unconfirmed | unscored
+    # unconfirmed: the later visits, all possibly missing data; unscored: the later visits where
+    # the item was not scored
+    suspect_after: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FallsPoint:
+    visit: int
+    value: float
+    label: str  # the item's label
+    suspect: bool  # the assessment is possibly missing data
 
 
 @dataclass
@@ -61,6 +76,10 @@ class Findings:
     new_onset: list[dict[str, Any]] = field(default_factory=list)  # red-flag shaped rows
     flags: list[FlagGroup] = field(default_factory=list)
     negatives: list[tuple[str, str, int]] = field(default_factory=list)  # (code, words, visit)
+    # visit of a negative -> the later assessments skipped as possibly missing data
+    negatives_skipped: dict[int, list[int]] = field(default_factory=dict)
+    # the falls item (red-flag rule `falls`) at every assessment (for the final agent's facts)
+    falls: list[FallsPoint] = field(default_factory=list)
 
 
 def anchor_word(rules: Mapping[str, Any], instrument: str, value: float) -> str:
@@ -117,11 +136,17 @@ def patient_findings(
     facts: Sequence[Fact],
     red_flag_rows: Sequence[Mapping[str, Any]],
     ctx: Contexts,
+    courses: Mapping[tuple[int, str], InstrumentCourse] | None = None,
 ) -> Findings:
     rules = course_rules(str(ctx.directory))
     fr = rules["findings"]
     mine = [f for f in facts if f.patient == patient]
     latest = _latest_by_instrument(mine)
+
+    def suspect(inst: str, domain: str, visit: int) -> bool:
+        ic = (courses or {}).get((patient, inst))
+        return ic is not None and ic.is_suspect(domain, visit)
+
     out = Findings()
     hi_min = float(fr["high_item_min"])
     rise_min = float(fr["item_rise_min"])
@@ -178,11 +203,32 @@ def patient_findings(
                         )
                     )
         neg = dict((c, w) for c, w in fr["pertinent_negatives"]["items"].get(fs[0].profile, []))
-        for f in fs:
-            if f.visit == last_v:
-                for code, words in neg.items():
-                    if f.items.get(code) == 0:
-                        out.negatives.append((code, words, f.visit))
+        for code, words in neg.items():
+            # the latest assessment of the item's domain that is not possibly missing data
+            with_item = [f for f in fs if code in f.items]
+            skipped: list[int] = []
+            for f in sorted(with_item, key=lambda f: -f.visit):
+                if suspect(inst, f.domain, f.visit):
+                    skipped.append(f.visit)
+                    continue
+                if f.items.get(code) == 0:
+                    out.negatives.append((code, words, f.visit))
+                    if skipped:
+                        out.negatives_skipped[f.visit] = sorted(skipped)
+                break
+    fall_rule = next((r for r in ctx.red_flags if r.id == "falls"), None)
+    for f in sorted(mine, key=lambda f: f.visit):
+        for code in fall_rule.items.get(f.profile, ()) if fall_rule else ():
+            x = f.items.get(code)
+            if x is not None:
+                out.falls.append(
+                    FallsPoint(
+                        f.visit,
+                        x,
+                        load_profile(f.profile).item(code).label,
+                        suspect(f.instrument, f.domain, f.visit),
+                    )
+                )
     out.new_onset = [r for r in new_onset_rows(mine, ctx)]
     groups: dict[tuple[str, str], FlagGroup] = {}
     inst_of = {f.doc_id: f.instrument for f in mine}
@@ -210,6 +256,20 @@ def patient_findings(
         if inst is not None and latest.get(inst) == r["visit"]:
             g.current = True
     del inst_of
+    for g in groups.values():
+        inst = visit_inst.get((max(g.visits), g.domain))
+        after = [f for f in mine if f.instrument == inst and f.visit > max(g.visits)]
+        later = sorted(
+            {f.visit for f in after if f.domain == g.domain and f.items.get(g.item) is not None}
+        )
+        if g.current:
+            g.status = "current"
+        elif later and inst is not None and all(suspect(inst, g.domain, v) for v in later):
+            # the only later evidence is possibly missing data: neither current nor resolved
+            g.status, g.suspect_after = "unconfirmed", later
+        elif not later:
+            # no later score of the item at all (not scored): nothing says it resolved
+            g.status, g.suspect_after = "unscored", sorted({f.visit for f in after})
     out.flags = sorted(groups.values(), key=lambda g: (not g.current, g.visits[0], g.item))
     return out
 

@@ -42,11 +42,18 @@ def _direction(dc: DomainCourse) -> str:
     if c is None:
         return ""
     if dc.all_zero:
-        return "zero on every item at every assessment while other parts were not: possibly not examined or missing data"
-    if dc.domain == "total" and dc.zero_suspect and dc.last.visit in dc.zero_suspect:
+        return (
+            "zero on every item at every assessment while other parts were not: possibly not "
+            "examined or missing data, so no severity band is given"
+        )
+    if dc.domain == "total" and dc.latest_suspect:
         return "parts scored zero at the latest assessment, so this change may reflect missing data rather than a real change"
-    if dc.zero_suspect and dc.last.visit in dc.zero_suspect:
-        return "zero at the latest assessment after non-zero scores: possibly missing data, not improvement"
+    if dc.latest_suspect:
+        # the caveat replaces the band word (engine.clinical_course._mark_zeros drops the band)
+        return (
+            "zero at the latest assessment after non-zero scores: possibly missing data, not "
+            "improvement, so no severity band is given"
+        )
     if c.mcid is None:
         word = {"worsened": "worse", "improved": "better", "unchanged": "unchanged"}[c.label]
         return f"{word} overall" if c.label != "unchanged" else "unchanged overall"
@@ -219,35 +226,110 @@ def _findings_paragraphs(fd: Findings) -> list[str]:
     for v, sents in rises.items():
         # one short sentence per item, each naming its part and reference visit
         paras.append(f"Items up two points or more by visit {v}. " + " ".join(sents))
-    by_item: dict[str, list] = {}
-    for g in fd.flags:
-        by_item.setdefault(g.item, []).append(g)
-    for gs in by_item.values():
-        main = [g for g in gs if g.rule != "severe_item"] or gs
-        status = "current" if any(g.current for g in gs) else "resolved"
-        for g in main:
-            if g.rule.endswith("new_onset"):
-                paras.append(
-                    f"Red flag ({status}): {g.label}, first rated above zero at "
-                    f"{_where(g.visits)} after zero at every earlier assessment ({g.why})."
-                )
-                continue
-            sev = [x for x in gs if x.rule == "severe_item" and x is not g]
-            tail = f", severe at {_where(sev[0].visits)}" if sev else ""
-            paras.append(
-                f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
-                f"at {_where(g.visits)}{tail} ({g.why})."
-            )
-    if fd.negatives:
-        v = fd.negatives[0][2]
-        words = [w for _, w, _ in fd.negatives]
+    paras += [text for _, text in _flag_paragraphs(fd)]
+    by_visit_neg: dict[int, list[str]] = {}
+    for _, w, v in fd.negatives:
+        by_visit_neg.setdefault(v, []).append(w)
+    for v, words in sorted(by_visit_neg.items()):
+        skipped = fd.negatives_skipped.get(v)
+        # never from a session that is possibly missing data: say which visit they come from
+        where = (
+            f"At visit {v}, the last assessment before possibly missing data at {_where(skipped)}"
+            if skipped
+            else f"At visit {v}"
+        )
         paras.append(
-            f"At visit {v}, without "
+            f"{where}, without "
             + ", ".join(words[:-1])
             + (f" or {words[-1]}" if len(words) > 1 else words[0])
             + "."
         )
     return paras
+
+
+def _flag_paragraphs(fd: Findings) -> list[tuple[str, str]]:
+    """(status, paragraph) per red flag, grouped per item (one paragraph per rule)."""
+    paras: list[tuple[str, str]] = []
+    by_item: dict[str, list] = {}
+    for g in fd.flags:
+        by_item.setdefault(g.item, []).append(g)
+    for gs in by_item.values():
+        main = [g for g in gs if g.rule != "severe_item"] or gs
+        status, unconfirmed = _flag_status(gs)
+        for g in main:
+            if g.rule.endswith("new_onset"):
+                paras.append(
+                    (
+                        status,
+                        f"Red flag ({status}): {g.label}, first rated above zero at "
+                        f"{_where(g.visits)} after zero at every earlier assessment ({g.why})"
+                        f"{unconfirmed}.",
+                    )
+                )
+                continue
+            sev = [x for x in gs if x.rule == "severe_item" and x is not g]
+            tail = f", severe at {_where(sev[0].visits)}" if sev else ""
+            paras.append(
+                (
+                    status,
+                    f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
+                    f"at {_where(g.visits)}{tail} ({g.why}){unconfirmed}.",
+                )
+            )
+    return paras
+
+
+def _falls_sentence(fd: Findings) -> str:
+    """The falls item at every assessment (possibly missing data marked), or "" without one."""
+    if not fd.falls:
+        return ""
+    return (
+        f"{_cap(_label(fd.falls[0].label))} item: "
+        + ", ".join(
+            f"{fmt(x.value)} at visit {x.visit}" + (" (possibly missing data)" if x.suspect else "")
+            for x in fd.falls
+        )
+        + "."
+    )
+
+
+def given_facts(
+    patient: int, courses: Mapping[tuple[int, str], InstrumentCourse], fd: Findings
+) -> str:
+    """The facts an LLM-written summary must state (issue 11 follow-up): the framing of each
+    instrument (assessments, period, UPDRS total first -> last), falls at every assessment and the
+    red flags that are current or not resolved. Ledger values only, written as the facts text
+    writes them, so the guard accepts them verbatim."""
+    paras = [f"Patient {patient}."]
+    paras += [" ".join(_framing(ic)) for ic in iter_courses(dict(courses), patient)]
+    falls = _falls_sentence(fd)
+    if falls:
+        paras.append(falls)
+    flags = [t for st, t in _flag_paragraphs(fd) if st != "resolved"]
+    paras += flags or ["No red flag is current."]
+    # the same paragraphs as the facts text, so the guard reads them the same way
+    return "\n\n".join(paras)
+
+
+def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:
+    """(status word, tail) of one item's red flags, decided by the item's last flagged visit:
+    current; resolved (below the threshold at a later assessment that is not possibly missing
+    data); or not resolved when the only later evidence is possibly missing data or the item
+    was not scored later."""
+    if any(g.current for g in gs):
+        return "current", ""
+    last = max(v for g in gs for v in g.visits)
+    decisive = [g for g in gs if max(g.visits) == last]
+    later = sorted({v for g in decisive for v in g.suspect_after})
+    if any(g.status == "unconfirmed" for g in decisive):
+        return "not resolved", (
+            f"; last seen at visit {last}; later assessment possibly missing data ({_where(later)})"
+        )
+    if any(g.status == "unscored" for g in decisive):
+        return "not resolved", f"; last seen at visit {last}; not scored later" + (
+            f" ({_where(later)})" if later else ""
+        )
+    return "resolved", ""
 
 
 def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
@@ -273,6 +355,13 @@ def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
         watch.append(
             "current red flags ("
             + ", ".join(dict.fromkeys(g.item_label.lower() for g in cur))
+            + ")"
+        )
+    open_ = [g for g in fd.flags if g.status in ("unconfirmed", "unscored")]
+    if open_:
+        watch.append(
+            "red flags not confirmed resolved ("
+            + ", ".join(dict.fromkeys(g.item_label.lower() for g in open_))
             + ")"
         )
     if not watch:

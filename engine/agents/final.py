@@ -136,7 +136,13 @@ def dispatch_mode(analysis: str, *, cohort: bool, comparison: bool, domain_narra
 
 
 def final_request(
-    query: str, mode: str, upstream: str, table_text: str, flags_text: str, context: str
+    query: str,
+    mode: str,
+    upstream: str,
+    table_text: str,
+    flags_text: str,
+    context: str,
+    given: str = "none",
 ) -> LLMRequest:
     p = load_prompt("final")
     return LLMRequest(
@@ -145,6 +151,7 @@ def final_request(
             query=query,
             mode=mode,
             structure=p["structures"][mode],
+            given=given,
             upstream=upstream,
             table=table_text,
             flags=flags_text,
@@ -211,10 +218,12 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)
+    # issue 11: framing, falls and red flags as given facts (ledger values); not in cohort mode
+    given = "none" if mode == "cohort" else clinical.final_given_facts(state)
     req = final_request(
-        state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined
+        state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined, given
     )
-    req = with_allowed(req, table_text, flags_txt, state.upstream if state.cohort else "")
+    req = with_allowed(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
     gen = Generation(state, ctx)
     (text,) = gen.texts([req], [fallback])
     summary = gen.release("final", req, text, fallback)

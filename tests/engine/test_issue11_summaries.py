@@ -139,8 +139,10 @@ def test_3_falls_red_flag_current_and_grouped(traj, engine):
 
 def test_3_new_onset_hallucinations_and_dysregulation(traj):
     r1 = traj(1)
-    assert "Red flag (resolved): new-onset hallucinations, first rated above zero at visit 2" in (
-        r1.summary
+    # visit 5 is possibly missing data (every item 0): hallucinations, last at 2, are not resolved
+    assert (
+        "Red flag (not resolved): new-onset hallucinations, first rated above zero at visit 2"
+        in r1.summary
     )
     rows = [x for x in r1.flags["red_flags"] if x["rule"] == "hallucinations_new_onset"]
     assert rows and rows[0]["visit"] == 2 and rows[0]["value"] >= 1
@@ -370,3 +372,193 @@ def test_11_readable_text_on_every_patient(engine, traj):
         assert r.summary_dense and passes_guard(r, r.summary_dense)
     again = engine.ask("Show me the trajectory of proj id 23.")
     assert again.summary == traj(23).summary
+
+
+# ---- follow-ups of the clinician's review: a possibly-missing session asserts nothing ---------
+
+
+def _paras(s: str) -> list[str]:
+    return s.split("\n\n")
+
+
+def _negative_words():
+    """word -> item code of the pertinent negatives (contexts/thresholds.json), MA-RAG profile."""
+    import json
+
+    raw = json.loads((Path(fx.CONTEXTS.directory) / "thresholds.json").read_text())
+    return {w: c for c, w in raw["findings"]["pertinent_negatives"]["items"]["marag-updrs44"]}
+
+
+def _suspect(r, visit: int, domain: str) -> bool:
+    c = next(c for c in r.courses if c["instrument"] == "updrs")
+    d = c["domains"].get(domain, {})
+    return visit in c["zero_sessions"] or visit in d.get("zero_suspect", [])
+
+
+def _listed(par: str) -> list[str]:
+    tail = par.split(", without ", 1)[1].rstrip(".")
+    head, _, last = tail.rpartition(" or ")
+    return [*(head.split(", ") if head else []), last]
+
+
+def test_10_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ingest):
+    r = traj(1)
+    s = r.summary
+    up = {x.visit: x for x in updrs_sessions(ingest, 1)}
+    assert total(up[5]) == 0 and total(up[4]) > 0  # visit 5: every item 0 after 62
+    # (a) pertinent negatives from visit 4, the last session not in doubt, never from visit 5
+    assert not any(p.startswith("At visit 5, without") for p in _paras(s))
+    neg = [p for p in _paras(s) if ", without " in p]
+    assert len(neg) == 1
+    assert neg[0].startswith(
+        "At visit 4, the last assessment before possibly missing data at visit 5"
+    )
+    words = _negative_words()
+    expected = {w for w, c in words.items() if up[4].items.get(c) == 0}
+    assert expected and set(_listed(neg[0])) == expected  # depressed mood only: the rest > 0
+    # (b) a flag whose only later evidence is visit 5 is not resolved
+    at4 = {x["item_label"].lower() for x in r.flags["red_flags"] if x["visit"] == 4}
+    assert at4 >= {"hallucinations", "freezing of gait", "walking", "gait", "sleep problems"}
+    for label in at4:
+        ps = [p for p in _paras(s) if p.startswith("Red flag") and f"): {label} at or above" in p]
+        assert ps, label
+        for p in ps:
+            assert p.startswith("Red flag (not resolved)"), p
+            assert "last seen at visit 4; later assessment possibly missing data (visit 5)" in p
+    assert "Red flag (not resolved): new-onset hallucinations" in s
+    # truly resolved flags stay resolved (a later non-suspect session below the threshold)
+    assert up[3].items["PAIN"] == 4 and up[4].items["PAIN"] < 4
+    assert "Red flag (resolved): pain at or above 4 at visit 3" in s
+    assert "Red flag (resolved): falling at or above 2 at visit 2" in s
+    # (c) no band word at the suspect zero: the caveat replaces it
+    for head in ("Motor examination", "Motor experiences of daily living", "Non-motor"):
+        p = next(p for p in _paras(s) if p.startswith(head))
+        assert not re.search(r"\b(normal|mild|moderate|severe) at the latest", p), p
+        assert "possibly missing data, not improvement, so no severity band is given" in p
+    c = next(c for c in r.courses if c["instrument"] == "updrs")
+    for d in ("motor", "adl", "nonmotor"):
+        assert c["domains"][d]["band"] is None and c["domains"][d]["latest_suspect"]
+    assert "red flags not confirmed resolved (" in s
+    assert passes_guard(r, s)
+
+
+def test_10_patient_2_motor_zero_everywhere_and_adl_zero_later(traj, ingest):
+    r = traj(2)
+    s = r.summary
+    up = {x.visit: x for x in updrs_sessions(ingest, 2)}
+    assert up[1].items["FALL_PROB"] == 0 and up[1].items["FREEZE_GAIT_PROB"] == 0
+    assert (
+        "At visit 1, the last assessment before possibly missing data at visits 2 and 3, "
+        "without falls or freezing of gait." in s
+    )
+    nm = next(p for p in _paras(s) if p.startswith("At visit 3, without"))
+    assert "falls" not in nm and "freezing" not in nm and "hallucinations" in nm
+    for head in ("Motor examination", "Motor experiences of daily living"):
+        p = next(p for p in _paras(s) if p.startswith(head))
+        assert "so no severity band is given" in p and " mild " not in p, p
+    assert "Non-motor experiences (Part I): mild at the latest assessment" in s  # 2, not 0
+
+
+def test_10_no_patient_asserts_absence_or_resolution_from_suspect_data(engine, traj, ingest):
+    res, _ = ingest
+    words = _negative_words()
+    from kb_store.profiles import load_profile
+
+    prof = load_profile("marag-updrs44")
+    dom_of = {c: prof.item(c).domain for c in words.values()}
+    checked = {"negatives": 0, "resolved": 0, "bands": 0}
+    for p in engine.kb.patient_ids():
+        r = traj(p)
+        up = {x.visit: x for x in updrs_sessions(ingest, p)}
+        for par in _paras(r.summary):
+            m = re.match(r"At visit (\d+)(,|\b).*?, without ", par)
+            if m and ", without " in par:
+                v = int(m.group(1))
+                for w in _listed(par):
+                    code = words[w]
+                    assert up[v].items[code] == 0, (p, v, w)
+                    assert not _suspect(r, v, dom_of[code]), (p, v, w)
+                    checked["negatives"] += 1
+            m = re.match(r"Red flag \(resolved\): (.+?) at or above", par)
+            if m:
+                rows = [x for x in r.flags["red_flags"] if x["item_label"].lower() == m.group(1)]
+                rows = [x for x in rows if any(x["item"] in u.items for u in up.values())]
+                if not rows:
+                    continue  # a PDQ-8 item
+                last = max(x["visit"] for x in rows)
+                later = [v for v in up if v > last and up[v].items.get(rows[0]["item"]) is not None]
+                assert any(not _suspect(r, v, rows[0]["domain"]) for v in later), (p, par)
+                checked["resolved"] += 1
+        for c in r.courses:
+            for d, dc in c["domains"].items():
+                if dc["latest_suspect"]:
+                    assert dc["band"] is None, (p, d)
+                    checked["bands"] += 1
+    assert all(checked.values()), checked
+
+
+# ---- severity words: 0 is normal, never mild ----------------------------------------------------
+
+
+def test_5_zero_is_normal_never_mild(engine, traj):
+    from engine.clinical_course import band_of, course_rules
+
+    ctx = fx.CONTEXTS
+    rules = course_rules(str(ctx.directory))
+    pairs = [(p, d) for p, ds in ctx.severity.items() for d in ds]
+    pairs += [(p, d) for p, ds in rules["course"]["reference_bands"].items() for d in ds]
+    assert pairs
+    for prof, dom in pairs:
+        assert band_of(ctx, rules, prof, dom, 0)[0] == "normal", (prof, dom)
+        assert band_of(ctx, rules, prof, dom, 1)[0] == "mild", (prof, dom)
+    for p in engine.kb.patient_ids():
+        r = traj(p)
+        for c in r.courses:
+            for d, dc in c["domains"].items():
+                if dc["latest"]["score"] == 0:
+                    assert dc["band"] in (None, "normal"), (p, d, dc["band"])
+                    assert dc["band"] is None or not dc["latest_suspect"]
+                if c["instrument"] == "pdq8":
+                    assert dc["band"] is None, p  # no PDQ-8 bands: no word, not even "normal"
+        assert not re.search(r"\bmild at the latest assessment[^.]*\b0 at visit \d+\)", r.summary)
+    # patient 81: one assessment, every UPDRS item 0 (no earlier course, so not suspect)
+    s81 = traj(81).summary
+    assert (
+        "Motor examination (Part III): normal at the latest assessment (motor 0 at visit 1)." in s81
+    )
+
+
+# ---- the LLM path: the final agent is given the framing, falls and red flags --------------------
+
+
+def test_final_prompt_gives_framing_falls_and_red_flags(ingest):
+    from fakes import FakeLLM
+
+    res, excluded = ingest
+
+    def script(req):
+        if req.agent != "final":
+            return "Nothing numeric to add."
+        # echo the given facts: every number of them must pass the guard
+        return req.user.split("\n", 4)[4].split("\n\nUpstream text to verify:")[0].split("\n", 1)[1]
+
+    llm = FakeLLM(script)
+    eng = Engine(fx.cfg(), InMemoryKB(build_documents(res.sessions), excluded), llm, fx.CONTEXTS)
+    for p in eng.kb.patient_ids():
+        llm.calls.clear()
+        r = eng.ask(f"Show me the trajectory of proj id {p}.")
+        final = [c for c in llm.calls if c.agent == "final"][0]
+        given = script(final)
+        up = updrs_sessions(ingest, p)
+        frame = rf"UPDRS: {len(up)} assessments( \(visits [\d, and]+\))? (from|on) {up[0].date} "
+        assert re.search(frame, given) or len(up) < 2, p
+        if len(up) > 1:
+            assert f"{total(up[0]):g} (visit {up[0].visit})" in given, p
+        falls = [f"{s.items['FALL_PROB']:g} at visit {s.visit}" for s in up]
+        assert "Falling item: " + falls[0] in given, p
+        assert all(f in given for f in falls), p
+        for row in r.flags["red_flags"]:
+            if row["visit"] == max(s.visit for s in up) and row["item"] in up[-1].items:
+                assert "Red flag (current)" in given, p
+        assert check_numbers(given, r.ledger, r.plan.patients)["unsupported"] == [], p
+        assert r.summary.startswith(given), p  # released as written, no fallback
