@@ -89,6 +89,7 @@ def test_data_page_build_records_excluded_sessions(monkeypatch, tmp_path):
     monkeypatch.setenv("MARAG_KB_DIR", str(kb))
     monkeypatch.setenv("MARAG_EMBEDDING", "hashing")
     monkeypatch.setenv("MARAG_LLM", "facts")
+    monkeypatch.setenv("MARAG_DATA_ROOTS", str(MARAG))
     st.cache_resource.clear()
     st.cache_data.clear()
     try:
