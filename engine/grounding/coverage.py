@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.grounding.statements import FactsView, StatementReport
+from engine.grounding.facts_view import FactsView
+from engine.grounding.sentence_verdict import StatementReport
 from engine.types import FactValue
 
 DOMAIN_AGENTS = ("motor", "adl", "nonmotor", "qol")
