@@ -8,10 +8,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
 import marag_engine_fixtures as fx  # noqa: E402
+from fakes import FakeLLM  # noqa: E402
 
 from dashboard.streaming import run_streaming  # noqa: E402
 from engine.llm.base import Cancelled  # noqa: E402
-from fakes import FakeLLM  # noqa: E402
 from engine.types import Plan  # noqa: E402
 
 TRAJ = Plan((1,), "trajectory", ("updrs", "pdq8"), "none", "trajectory of patient 1")
