@@ -112,7 +112,13 @@ def _span(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> tuple
         return None
     cues, _ = _visits_in(ctx, a, b)
     if not cues:
+        # no visit in the clause: the sentence's span when it names one ("from baseline to visit
+        # 3, ..., stable"), else the whole selected series ("moderate at the latest assessment;
+        # no clinically meaningful change")
         cues, _ = _visits_in(ctx, ctx.s0, ctx.s1)
+        named = [c for c in cues if c[0] == "ref_visit" or isinstance(c[1], list)]
+        if len(cues) < 2 and not named:
+            return visits[0], visits[-1]
     refs = [_resolve_visit(v, t, series) for k, v, t in cues if k == "ref_visit"]
     ats: list[int | None] = []
     for k, v, t in cues:

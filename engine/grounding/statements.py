@@ -141,7 +141,7 @@ def _homographs(text: str) -> str:
 
 def _masked_spans(text: str, cues: list[_Cue], phrases: Sequence[str]) -> list[tuple[int, int]]:
     spans = [(c.start, c.end) for c in cues if c.kind in ("item", "domain")]
-    for p in phrases:
+    for p in [*phrases, *assertions()["facts_text_phrases"]["phrases"]]:
         if p:
             for m in re.finditer(re.escape(p), text, re.I):
                 spans.append((m.start(), m.end()))

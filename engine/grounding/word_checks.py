@@ -75,10 +75,14 @@ def _direction_words(ctx: _SentenceCtx) -> list[tuple[int, int, str, str]]:
                 r"\s*(?:\w+\s+){0,3}?than\b", after, re.I
             ):
                 continue  # a comparative ("higher than"): checked as a comparison
-            if re.match(r"(?:lower|higher|better|worse)$", word, re.I) and not re.search(
-                r"\b(?:is|was|were|are|became|got|slightly|much|somewhat|scores?)\s+$",
-                ctx.text[max(ctx.s0, m.start() - 20) : m.start()],
-                re.I,
+            if (
+                re.match(r"(?:lower|higher|better|worse)$", word, re.I)
+                and not re.search(
+                    r"(?:\b(?:is|was|were|are|became|got|slightly|much|somewhat|scores?)|:)\s+$",
+                    ctx.text[max(ctx.s0, m.start() - 20) : m.start()],
+                    re.I,
+                )
+                and not re.match(r"\s+overall\b", after, re.I)
             ):
                 continue  # "higher items", "lower scores": descriptive, not a change
             if re.match(r"declin", word, re.I) and re.search(
@@ -156,6 +160,8 @@ def _check_directions(ctx, view, claims, only_patient, v) -> int:
                 r"(?:better|worse|lower|higher)$", word, re.I
             ):
                 continue
+            if neg:
+                continue  # "not read as improvement": denies a reading, asserts no change
             _fail(v, "direction", f"'{word}': cannot tell which patient and domain it describes")
             continue
         for p in patients:
@@ -266,7 +272,7 @@ SEVERITY_RE = re.compile(
     re.I,
 )
 SEVERITY_SKIP_AFTER = re.compile(
-    r"^\s*(?:cut-?offs?|thresholds?|levels?|or (?:worse|above|higher|more)|range|bands?|"
+    r"^\s*(?:cut-?offs?|thresholds?|levels?|or (?:worse|above|higher|more)|range|"
     r"improv\w*|worsen\w*|chang\w*|increas\w*|decreas\w*|ris\w*|declin\w*|drop\w*|reduc\w*|"
     r"fluctuat\w*|deteriorat\w*|progress\w*|lower|higher|better|worse|fell|rose|above|below)\b",
     re.I,
@@ -283,6 +289,8 @@ def _check_severity(ctx, view, claims, only_patient, v) -> int:
         prev_word = re.search(r"(\w+)\s+$", before)
         if prev_word and any(p.fullmatch(prev_word.group(1)) for p, _ in direction_patterns()):
             continue  # "dropped markedly", "improved slightly": the size of a change
+        if re.search(r"\b(?:means?|meaning|is defined as|anchor(?:ed)? at)\s+$", before, re.I):
+            continue  # "(the anchor itself means severe)": the scale's wording, not a rating
         if word == "minimal" and re.match(r"\s+clinically", after, re.I):
             continue
         if re.match(r"\s+or\s+(?:always|worse|severe|above|higher)", after, re.I) or re.search(
@@ -318,8 +326,13 @@ def _check_severity(ctx, view, claims, only_patient, v) -> int:
         checks: list[tuple[int, str | None, frozenset[str] | None, int | None, str]] = []
         if bound:
             c = min(bound, key=lambda cl: min(abs(m.start() - cl.end), abs(cl.start - m.end())))
+            items = c.items if c.kind == "item" else None
+            matched = [f for f in c.matched if f.kind == "item" and f.item]
+            if items and matched:  # an ambiguous label: the item(s) the number was found to be
+                items = frozenset(f.item for f in matched)
+            visit = c.visit if c.visit is not None or not matched else matched[0].visit
             for p in [c.patient] if c.patient is not None else patients:
-                checks.append((p, c.domain, c.items if c.kind == "item" else None, c.visit, c.text))
+                checks.append((p, c.domain, items, visit, c.text))
         else:
             for p in patients:
                 for dom, items, phrase in subjects:
@@ -327,51 +340,64 @@ def _check_severity(ctx, view, claims, only_patient, v) -> int:
         if not checks:
             _fail(v, "severity", f"'{m.group(1)}': cannot tell which item or domain it rates")
             continue
+        expanded = []
         for p, dom, items, visit, phrase in checks:
-            series, what = view.series(p, dom, items)
-            if not series:
-                if items is not None:
-                    _fail(
-                        v, "severity", f"'{m.group(1)}' for '{phrase}': no such item in the facts"
-                    )
+            codes = [c for c in sorted(items or ()) if (p, c) in view.items]
+            if items and len(codes) > 1:  # "rigidity" names several items: any of them may hold
+                expanded.append([(p, dom, frozenset({c}), visit, phrase) for c in codes])
+            else:
+                expanded.append([(p, dom, items, visit, phrase)])
+        for group in expanded:
+            n += _severity_group(group, ctx, view, v, m, word, ca, cb)
+    return n
+
+
+def _severity_group(group, ctx, view, v, m, word, ca, cb) -> int:
+    """One severity statement over one or more candidate items: it holds when any holds."""
+    updrs_words, pdq_words, dom_words = severity_words()
+    fails: list[str] = []
+    for p, dom, items, visit, phrase in group:
+        series, what = view.series(p, dom, items)
+        if not series:
+            if items is not None:
+                _fail(v, "severity", f"'{m.group(1)}' for '{phrase}': no such item in the facts")
+            continue
+        at = visit if visit is not None and visit in series else _at_visit(ctx, ca, cb, series)
+        f = series.get(at) if at is not None else None
+        if f is None:
+            _fail(v, "severity", f"'{m.group(1)}' ({what}, patient {p}): no value at visit {at}")
+            continue
+        val = float(f.value)
+        if items:
+            scale = pdq_words if (f.domain == "qol") else updrs_words
+            if word not in scale:
+                _fail(v, "severity", f"'{m.group(1)}' is not a rating of the {what} scale")
                 continue
-            at = visit if visit is not None and visit in series else _at_visit(ctx, ca, cb, series)
-            f = series.get(at) if at is not None else None
-            if f is None:
+            expect = scale[word]
+            ok = val == expect or (word.startswith("marked") and val >= 3)
+            desc = f"{what} is {_num(val)} at visit {at}"
+        else:
+            if word not in dom_words:
+                _fail(v, "severity", f"'{m.group(1)}' is not a domain severity level")
+                continue
+            level = view.band(dom, val) if dom else None
+            if not view.bands.get(dom or ""):
                 _fail(
-                    v, "severity", f"'{m.group(1)}' ({what}, patient {p}): no value at visit {at}"
+                    v,
+                    "severity",
+                    f"'{m.group(1)}' ({dom}, patient {p}): no published severity cut-offs "
+                    "apply to this scale",
                 )
                 continue
-            val = float(f.value)
-            if items:
-                scale = pdq_words if (f.domain == "qol") else updrs_words
-                if word not in scale:
-                    _fail(v, "severity", f"'{m.group(1)}' is not a rating of the {what} scale")
-                    continue
-                expect = scale[word]
-                ok = val == expect or (word.startswith("marked") and val >= 3)
-                desc = f"{what} is {_num(val)} at visit {at}"
-            else:
-                if word not in dom_words:
-                    _fail(v, "severity", f"'{m.group(1)}' is not a domain severity level")
-                    continue
-                level = view.band(dom, val) if dom else None
-                if not view.bands.get(dom or ""):
-                    _fail(
-                        v,
-                        "severity",
-                        f"'{m.group(1)}' ({dom}, patient {p}): no published severity cut-offs "
-                        "apply to this scale",
-                    )
-                    continue
-                ok = level is not None and word.startswith(level)
-                desc = f"{dom} {_num(val)} at visit {at} is {level or 'outside every band'}"
-            if ok:
-                n += 1
-                v.facts.append(_assertion("severity", m.group(1), p, series, (at, at), [f], view))
-            else:
-                _fail(v, "severity", f"'{m.group(1)}' ({what}, patient {p}): {desc}")
-    return n
+            ok = level is not None and word.startswith(level)
+            desc = f"{dom} {_num(val)} at visit {at} is {level or 'outside every band'}"
+        if ok:
+            v.facts.append(_assertion("severity", m.group(1), p, series, (at, at), [f], view))
+            return 1
+        fails.append(f"'{m.group(1)}' ({what}, patient {p}): {desc}")
+    if fails:
+        _fail(v, "severity", fails[0])
+    return 0
 
 
 # ---------------------------------------------------------------- presence
