@@ -134,7 +134,13 @@ def key_facts(
                 out.append(
                     KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch))
                 )
+        latest = {
+            p: max(v for (q, _d), ser in view.scores.items() if q == p for v in ser)
+            for p in view.patients
+        }
         for r in (flags or {}).get("red_flags", []):
+            if r["visit"] != latest.get(r["patient"]):
+                continue  # a flag of an earlier visit is history, not a current flag
             out.append(
                 KeyFact(
                     "red_flag",
@@ -146,6 +152,8 @@ def key_facts(
                 )
             )
         for r in (flags or {}).get("incongruence", []):
+            if r["visit"] != latest.get(r["patient"]):
+                continue
             out.append(KeyFact("incongruence", r["patient"], r["elevated_domain"], r["visit"]))
     return out
 
@@ -168,11 +176,27 @@ def coverage(
         f for s in report.sentences if s.status == "supported" for f in s.facts if "assertion" in f
     ]
     one_patient = len(set(plan_patients)) == 1 or len({k.patient for k in facts}) == 1
+    named = _items_named(report)
     for k in facts:
-        k.stated = any(_claim_states(c, k, one_patient, single_domain) for c in claims) or any(
-            _word_states(f, k) for f in word_facts
+        k.stated = (
+            any(_claim_states(c, k, one_patient, single_domain) for c in claims)
+            or any(_word_states(f, k) for f in word_facts)
+            or (k.kind == "red_flag" and k.item in named)
         )
     return Coverage(list(facts))
+
+
+def _items_named(report: StatementReport) -> set[str]:
+    """Item codes named in sentences that are not unsupported (a red flag listed by name, e.g.
+    "current red flags (pain)", states the flag)."""
+    from engine.grounding.cues import find_cues
+
+    ok = [s.span for s in report.sentences if s.status != "unsupported"]
+    out: set[str] = set()
+    for c in find_cues(report.text):
+        if c.kind == "item" and any(a <= c.start < b for a, b in ok):
+            out |= set(c.value[0])
+    return out
 
 
 def _same(a: Any, b: Any, lenient: bool) -> bool:
