@@ -89,6 +89,9 @@ def check_statements(
         else (view.patients[0] if len(view.patients) == 1 else None)
     )
     masked = _masked_spans(work, cues, masked_phrases)
+    quoted = _masked_spans(work, [], masked_phrases)  # the contexts' own wording (red-flag whys)
+    # a domain named inside a quoted rule ("drives quality of life") is not what a word is about
+    cues = [c for c in cues if c.kind != "domain" or not any(a <= c.start < b for a, b in quoted)]
     out: list[SentenceVerdict] = []
     for pi, s0, s1 in split_sentences(work):
         sent = original[s0:s1]
