@@ -56,6 +56,7 @@ def _check_words(
     n += _check_severity(ctx, view, claims, only_patient, v)
     n += _check_presence(ctx, view, claims, only_patient, v)
     n += _check_comparisons(ctx, view, only_patient, v)
+    n += _check_zero_latest(ctx, view, only_patient, v)
     return n
 
 
@@ -119,6 +120,8 @@ def _check_directions(ctx, view, claims, only_patient, v) -> int:
     words = _direction_words(ctx)
     for a, b, word, label in words:
         neg = bool(NEGATION.search(ctx.text[max(ctx.s0, a - 24) : a]))
+        if neg and re.fullmatch(r"\w+(?:ment|ing|ion)", word, re.I):
+            continue  # "possibly missing data, not improvement": denies a reading, asserts none
         bound = _bound_change(claims, a, b, ctx.text)
         if bound is not None and label in ("improved", "worsened", "stable", "unchanged"):
             change = (
@@ -731,3 +734,41 @@ def _check_periods(ctx, view, only_patient, v) -> list[tuple[int, int]]:
                 f"({dates[0]} to {dates[-1]}, about {actual:.1f} {unit}s)",
             )
     return spans
+
+
+ZERO_LATEST_RE = re.compile(
+    r"\bzero at the (?:latest|last|most recent) (?:assessment|visit)\b", re.I
+)
+
+
+def _check_zero_latest(ctx, view, only_patient, v) -> int:
+    """ "zero at the latest assessment" (the facts text's missing-data caveat): the subject's
+    latest score is 0."""
+    n = 0
+    for m in ZERO_LATEST_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+        if re.search(
+            r"\b(?:parts?|items?|some|every)\b[^.;:]{0,20}$", ctx.text[ctx.s0 : m.start()], re.I
+        ):
+            continue  # "parts scored zero ...": not the subject's score
+        ca, cb = ctx.clause(m.start())
+        for p in _who(ctx, m.start(), only_patient):
+            for dom, items, _phrase in _subjects(ctx, ca, cb, m.start())[:1]:
+                series, what = view.series(p, dom, items)
+                if not series:
+                    continue
+                last = max(series)
+                every = "every" in m.group(0).lower()
+                if (
+                    all(float(f.value) == 0 for f in series.values())
+                    if every
+                    else float(series[last].value) == 0
+                ):
+                    n += 1
+                else:
+                    _fail(
+                        v,
+                        "number_words",
+                        f"'{m.group(0)}' ({what}, patient {p}): "
+                        f"{_num(series[last].value)} at visit {last}",
+                    )
+    return n
