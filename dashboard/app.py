@@ -74,7 +74,10 @@ with st.sidebar:
         help="facts: deterministic text from the fact table, no model. local: the in-process "
         "model (loaded once, cached). openai: an OpenAI-compatible server.",
     )
-    st.caption(services.BACKEND_LABELS.get(st.session_state.get(BACKEND_KEY, default), ""))
+    chosen = st.session_state.get(BACKEND_KEY, default)
+    st.caption(services.BACKEND_LABELS.get(chosen, ""))
+    if base is not None and chosen == "local" and base.model is None:
+        st.warning(services.DEMO_MODEL_NOTE, icon=":material/science:")
     if base is not None:
         st.caption(f"KB: `{base.kb_dir}`")
 

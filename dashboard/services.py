@@ -31,6 +31,12 @@ BACKEND_LABELS = {
     "local": "local (in-process transformers model)",
     "openai": "openai (OpenAI-compatible server)",
 }
+DEMO_MODEL_NOTE = (
+    "Demonstration model: the bundled SmolLM2-135M is a tiny model. Every sentence it writes is "
+    "checked against the facts; unsupported sentences are removed, and its text is often "
+    "replaced by the facts text. Configure a capable model (MARAG_MODEL, or an OpenAI-compatible "
+    "server) for real use."
+)
 
 
 class KBUnavailable(Exception):
@@ -51,10 +57,14 @@ class EngineHandle:
         plan: Plan,
         on_node: Callable[[str, str], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
+        sink: Any = None,
     ) -> Result:
-        """Run the pipeline when a slot is free; `on_wait(position)` while queued."""
+        """Run the pipeline when a slot is free; `on_wait(position)` while queued; `sink`
+        receives the model's text as it is written (issue 12)."""
         with self.gate.slot(on_wait):
-            return self.engine.run(plan, on_node=on_node)
+            if sink is None:
+                return self.engine.run(plan, on_node=on_node)
+            return self.engine.run(plan, on_node=on_node, sink=sink)
 
     def plan(self, query: str) -> Plan:
         if self.engine.cfg.planner != "llm" or self.backend == "facts":

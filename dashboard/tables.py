@@ -135,3 +135,56 @@ def cohort_frames(cohort: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.DataF
 
 def _cell(v: Any) -> Any:
     return ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+
+
+# ---- statement-level grounding (issue 12): rows for the Provenance page, from the engine's record
+
+
+def statement_rows(verification: dict) -> list[dict]:
+    """One row per agent text: how it was released, its sentences and coverage."""
+    out = []
+    for agent, rec in (verification.get("per_agent") or {}).items():
+        out.append(
+            {
+                "agent": agent,
+                "released": rec.get("released", "as_written"),
+                "sentences": rec.get("sentences_total", 0),
+                "unsupported sentences": rec.get("unsupported_sentences", 0),
+                "key-fact coverage": rec.get("coverage"),
+                "regeneration rounds": rec.get("rounds", 0),
+            }
+        )
+    return out
+
+
+def removed_rows(removed: list[dict]) -> list[dict]:
+    return [
+        {
+            "agent": r.get("agent", ""),
+            "removed sentence": r["text"],
+            "why": "; ".join(r.get("reasons") or []),
+            "replaced by": r.get("replaced_by") or "(removed)",
+        }
+        for r in removed
+    ]
+
+
+def rejected_sentence_rows(verification: dict) -> list[dict]:
+    """Unsupported sentences of drafts the facts text replaced."""
+    out = []
+    for agent, rec in (verification.get("per_agent") or {}).items():
+        for s in (rec.get("rejected") or {}).get("unsupported_sentences", []):
+            out.append({"agent": agent, "sentence": s["text"], "why": "; ".join(s["reasons"])})
+    return out
+
+
+def check_rows(rec: dict) -> list[dict]:
+    return [
+        {
+            "status": s["status"],
+            "sentence": s["text"],
+            "why": "; ".join(s["reasons"]),
+            "facts matched": sum(len(f.get("values", [])) or 1 for f in s["facts"]),
+        }
+        for s in rec["sentences"]
+    ]

@@ -230,7 +230,12 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
 
         t0 = time.perf_counter()
         try:
-            result = handle.run(plan, on_node, on_wait)
+            if backend == "facts":
+                result = handle.run(plan, on_node, on_wait)
+            else:
+                result = _run_streamed(handle, plan, page, status)
+                if result is None:
+                    return None
         except ValueError as e:
             status.update(label="The run stopped", state="error", expanded=True)
             st.error(str(e))
@@ -254,3 +259,28 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
     session.store_result(plan, backend, result)
     st.query_params["run"] = "1"
     return result
+
+
+def _run_streamed(handle, plan, page: str, status):
+    """Run with the model's text streamed into the page as it is written, with a Cancel button
+    (dashboard.streaming). Returns the result, or None when cancelled."""
+    from dashboard.streaming import run_streaming
+    from engine.llm.base import Cancelled
+
+    if st.button("Cancel", key=f"cancel_{page}", icon=":material/stop:"):
+        st.session_state[f"marag_cancelled_{page}"] = True
+    status.update(expanded=True)
+    status.caption(
+        "The model's text as it is written; each text is then checked sentence by sentence "
+        "and may be repaired or replaced before release."
+    )
+    stream, box = run_streaming(lambda sink: handle.run(plan, None, sink=sink))
+    with status:
+        st.write_stream(stream)
+    if isinstance(box.get("error"), Cancelled):
+        status.update(label="Cancelled", state="error")
+        st.info("Generation cancelled.")
+        return None
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

@@ -121,6 +121,33 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cli.add_audit_db_flag(ask)
     audit_cli.add_parser(sub, _common)
 
+    chk = sub.add_parser("check", help="verify a text against the facts of a query's plan")
+    chk.add_argument("query", nargs="?", default="")
+    chk.add_argument("--text", required=True, help="the text to check (a file; - for stdin)")
+    chk.add_argument("--patients", default=None, help="comma-separated proj ids, e.g. 3,8")
+    chk.add_argument(
+        "--analysis", choices=["trajectory", "comparison", "cohort", "single_session"], default=None
+    )
+    chk.add_argument("--instruments", default=None, help="updrs,pdq8")
+    chk.add_argument("--visits", default=None, help="visit filter, e.g. baseline, last_3_visits")
+    chk.add_argument(
+        "--coverage-min",
+        dest="coverage_min",
+        type=float,
+        default=None,
+        help="share of the key facts the text must state (default MARAG_COVERAGE_MIN or 1.0)",
+    )
+    chk.add_argument(
+        "--statistic",
+        choices=["latest", "change", "slope_visit", "slope_year", "mean"],
+        default=None,
+        help="cohort statistic of the plan (as ask)",
+    )
+    chk.add_argument("--json", action="store_true")
+    _common(chk)
+    audit_cli.add_user_flag(chk)  # audit trail (issue 14): a check is a release action
+    audit_cli.add_audit_db_flag(chk)
+
     ev = sub.add_parser("eval", help="run the evaluation harness (baselines vs product)")
     ev.add_argument("--out", default="eval-out")
     ev.add_argument("--queries", default=None, help="query set JSON (default: the shipped set)")
@@ -189,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from engine.search import search_cli
 
             return getattr(search_cli, args.command)(args, cfg)
+        if args.command == "check":
+            from engine import check_command
+
+            return check_command.check(args, cfg)
         if args.command == "eval":
             from engine.eval import eval_cli
 

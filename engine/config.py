@@ -19,6 +19,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 LLM_CHOICES = ("facts", "local", "openai")
 EMBEDDING_CHOICES = EMBEDDINGS
 PLANNER_CHOICES = ("rules", "llm")
+PAPER_MAX_NEW_TOKENS = 1200  # the paper's generation length
+CPU_MAX_NEW_TOKENS = 64  # local model on the CPU: see docs/llm-backends.md "Per-device defaults"
 
 
 @dataclass(frozen=True)
@@ -38,12 +40,15 @@ class Config:
     openai_base_url: str | None = None
     openai_model: str = "default"
     openai_api_key: str = "not-needed"
-    max_new_tokens: int = 1200  # paper: greedy, 1,200 new tokens, repetition penalty 1.1
+    # 0 = the per-device default (issue 12): the paper's 1,200 (greedy, repetition penalty 1.1)
+    # on a GPU or an OpenAI-compatible server; CPU_MAX_NEW_TOKENS for a local model on the CPU
+    max_new_tokens: int = 0
     repetition_penalty: float = 1.1
     number_safe: bool | None = None  # None = on for the local backend, off elsewhere
     batch_domain_agents: bool = True
     planner: str = "rules"  # rules | llm
     grounding_rounds: int = 2  # critique-and-regenerate rounds before the facts fallback
+    coverage_min: float = 1.0  # share of an agent's key facts its text must state (issue 12)
     visit_window_days: int = 0  # sessions of different instruments this close share a visit
     contexts_dir: Path = REPO_ROOT / "contexts"
     # --- audit trail and access control (issue 14) ---
@@ -58,6 +63,36 @@ class Config:
     #: pipeline runs one dashboard process runs at once for thread-safe backends (facts, openai);
     #: the local model always runs one at a time, with a queue
     max_concurrent_runs: int = 8
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens == 0:
+            object.__setattr__(self, "max_new_tokens", self.default_max_new_tokens())
+
+    def default_max_new_tokens(self) -> int:
+        """The paper's budget where generation is fast (GPU, server); a small one on the CPU, so
+        that a trajectory question (4 domain agents in one batch + the final agent, with the
+        grounding's regenerations) answers in under a minute on a 2-core machine."""
+        if self.llm == "local" and self.resolved_device() == "cpu":
+            return CPU_MAX_NEW_TOKENS
+        return PAPER_MAX_NEW_TOKENS
+
+    def resolved_device(self) -> str:
+        """cpu | cuda for the local backend ("auto": CUDA when torch sees a GPU)."""
+        if self.device != "auto" or self.load_in_4bit:
+            return "cuda" if self.load_in_4bit else self.device
+        if self.llm != "local":
+            return "cpu"
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - torch is a dependency
+            return "cpu"
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    @property
+    def demonstration_model(self) -> bool:
+        """The bundled SmolLM2-135M: a demonstration model whose prose is checked and often
+        replaced (the dashboard labels it so)."""
+        return self.llm == "local" and self.model is None
 
     @classmethod
     def load(
@@ -74,6 +109,9 @@ class Config:
         for k, v in (overrides or {}).items():
             if v is not None:
                 values[k] = _coerce(cfg, k, v, from_env=False)
+        values.setdefault(
+            "max_new_tokens", 0
+        )  # issue 12: resolved for the final backend and device
         return replace(cfg, **values).validated()
 
     def validated(self) -> Config:
@@ -89,6 +127,8 @@ class Config:
             )
         if self.llm == "openai" and not self.openai_base_url:
             raise ValueError("llm=openai needs MARAG_OPENAI_BASE_URL (or --openai-base-url)")
+        if not 0.0 <= self.coverage_min <= 1.0:
+            raise ValueError(f"coverage_min must be between 0 and 1, got {self.coverage_min}")
         if self.grounding_rounds < 0 or self.max_new_tokens < 1:
             raise ValueError("grounding_rounds must be >= 0 and max_new_tokens >= 1")
         return self

@@ -294,6 +294,34 @@ def _extreme_scores(cohort: Mapping[str, Any]) -> list[FactValue]:
     ]
 
 
+def _reference_band_values(ctx: Contexts, prof: str, dom: str) -> list[FactValue]:
+    """The bounds of a profile's reference severity bands (contexts/thresholds.json
+    course.reference_bands), where no published cut-offs exist: the facts text names the band
+    of the latest score from them, so the statement check must be able to verify it."""
+    from engine.clinical_course import course_rules
+
+    try:
+        ref = course_rules(str(ctx.directory))["course"].get("reference_bands", {})
+    except (OSError, ValueError, KeyError):
+        return []
+    spec = ref.get(prof, {}).get(dom)
+    out: list[FactValue] = []
+    for b in (spec or {}).get("bands", []):
+        for v in (b.get("min"), b.get("max")):
+            if v is not None:
+                out.append(
+                    FactValue(
+                        "threshold",
+                        float(v),
+                        domain=dom,
+                        item=f"severity_{b['level']}",
+                        label=f"{prof} {b['level']} reference band bound",
+                        source="contexts/thresholds.json course.reference_bands",
+                    )
+                )
+    return out
+
+
 def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
     out: list[FactValue] = []
     pairs = {(f.profile, f.domain) for f in facts}
@@ -324,6 +352,8 @@ def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
                             source="contexts/thresholds.json",
                         )
                     )
+        if not ctx.severity.get(prof, {}).get(dom):
+            out += _reference_band_values(ctx, prof, dom)  # issue 12: what "(reference band)" says
         cut = ctx.moderate_cutoff(prof, dom)
         if cut is not None:
             out.append(

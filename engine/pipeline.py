@@ -92,6 +92,7 @@ class Engine:
         *,
         on_node: OnNode | None = None,
         guard: bool = True,
+        sink: Any = None,
         _pre: list[TraceEntry] | None = None,
         _planner_calls: int = 0,
     ) -> Result:
@@ -114,6 +115,7 @@ class Engine:
             llm_calls=_planner_calls,
             planner_calls=_planner_calls,
             excluded=self._excluded(plan.patients),
+            sink=sink,
         )
         ctx = self.context
 
@@ -131,7 +133,7 @@ class Engine:
         step("route", route_node)
         if state.next_node == "domain_agents":
             names = active_domains(state)
-            if self.cfg.batch_domain_agents:
+            if self.cfg.batch_domain_agents and sink is None:  # streamed: one agent at a time
                 step("domain_agents", lambda s, c: domain_node(s, c, names))
             else:
                 for d in names:
@@ -225,5 +227,17 @@ def aggregate_verification(state: State) -> dict[str, Any]:
             "total": state.llm_calls,
             "skipped_prompt_too_long": state.skipped_calls,
         },
+        # statement-level grounding (issue 12)
+        "unsupported_sentences": sum(int(r.get("unsupported_sentences", 0)) for r in recs.values()),
+        "sentences_total": sum(int(r.get("sentences_total", 0)) for r in recs.values()),
+        "coverage": min((float(r.get("coverage", 1.0)) for r in recs.values()), default=1.0),
+        "released": {a: r.get("released", "as_written") for a, r in recs.items()},
+        "removed_sentences": [
+            {"agent": a, **x}
+            for a, r in recs.items()
+            for rep in r.get("repairs", [])
+            if rep.get("passed")
+            for x in rep["removed"]
+        ],
         "per_agent": recs,
     }

@@ -72,6 +72,7 @@ class State:
     courses: dict[Any, Any] = field(default_factory=dict)  # issue 11: engine.clinical_course
     findings: dict[int, Any] = field(default_factory=dict)  # issue 11: engine.findings per patient
     summary_dense: str = ""
+    sink: Any = None  # engine.llm.base.TextSink: streamed text and cancel (dashboard)
 
     def update(self, changes: dict[str, Any]) -> None:
         known = {f.name for f in fields(self)}

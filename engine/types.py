@@ -260,6 +260,14 @@ class GuardRecord(TypedDict, total=False):
     history: list[dict[str, Any]]
     rejected: dict[str, Any]
     note: str
+    # statement-level grounding (issue 12, engine.grounding.verify / guard)
+    statements: dict[str, Any]  # verify_text's record: sentence verdicts, coverage detail
+    coverage: float  # share of the agent's key facts the released text states
+    unsupported_sentences: int
+    sentences_total: int
+    statements_passed: bool
+    released: str  # as_written | repaired | regenerated | replaced
+    repairs: list[dict[str, Any]]  # each repair: removed sentences with reasons, replacements
 
 
 class CohortAnswer(TypedDict, total=False):

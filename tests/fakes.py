@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from engine.llm.base import LLMRequest
+from engine.llm.base import Cancelled, LLMRequest, TextSink
 
 
 @dataclass
@@ -23,7 +23,7 @@ class FakeLLM:
     calls: list[LLMRequest] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)
 
-    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
+    def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
         self.batches.append(len(requests))
         out = []
         for r in requests:
@@ -34,4 +34,9 @@ class FakeLLM:
                 out.append(self.script.pop(0))
             else:
                 out.append(f"[{r.agent or 'llm'} narrative]")
+            if sink is not None:  # stream the scripted text word by word (issue 12)
+                for word in out[-1].split(" "):
+                    if sink.cancelled():
+                        raise Cancelled(f"{r.agent}: generation cancelled")
+                    sink.on_text(r.agent, word + " ")
         return out

@@ -1,7 +1,8 @@
 """Provenance page (QA reviewers): for the current result, every number in the summary linked to
 the ledger values and fact rows it came from and to the KB documents (id and text); the plan,
-each agent's narrative and prompt, the verification record, screening findings, the node trace,
-and CSV downloads of the fact table and the number links."""
+each agent's narrative and prompt, the statement verdicts (how each agent text was released, the
+sentences removed with their reasons) and a "Check a text" box, the verification record,
+screening findings, the node trace, and CSV downloads of the fact table and the number links."""
 
 from __future__ import annotations
 
@@ -121,6 +122,48 @@ for agent, text in result.narratives.items():
 for agent in [a for a in result.prompts if a not in result.narratives]:
     with st.expander(f"{agent}: prompt"):
         st.code(result.prompts[agent], language=None, wrap_lines=True)
+
+# ---- statement-level grounding (issue 12): verdicts, repairs, and a box to check any text
+st.subheader("Statements")
+st.caption(
+    "Every sentence of every agent text is supported (its assertions match the facts), neutral "
+    "(a listed safe form) or unsupported. Unsupported sentences are removed or replaced by the "
+    "facts sentence before release; a text that still fails, or misses its key facts, is "
+    "regenerated and then replaced by the facts text."
+)
+ver = result.verification or {}
+released = ver.get("released") or {}
+if released:
+    st.dataframe(pd.DataFrame(tables.statement_rows(ver)), hide_index=True, key="statements_agents")
+removed = ver.get("removed_sentences") or []
+if removed:
+    st.markdown(f"**Removed sentences ({len(removed)})**")
+    st.dataframe(pd.DataFrame(tables.removed_rows(removed)), hide_index=True, key="removed")
+else:
+    st.caption("No sentence was removed from the released texts.")
+rejected = tables.rejected_sentence_rows(ver)
+if rejected:
+    with st.expander(f"Sentences of replaced drafts ({len(rejected)})"):
+        st.dataframe(pd.DataFrame(rejected), hide_index=True, key="rejected_sentences")
+
+with st.expander("Check a text", icon=":material/rule:"):
+    st.caption(
+        "Paste a text (a clinician's draft, another system's output): each sentence is checked "
+        "against the facts of this result's plan, as `marag check` does."
+    )
+    draft = st.text_area("Text to check", key="check_text", height=160)
+    if st.button("Check", key="check_button", disabled=not draft.strip()):
+        from engine.check_command import check_against_result
+
+        rec = check_against_result(result, draft, handle.engine.contexts, cfg.coverage_min)
+        (st.success if rec["passed"] else st.error)(
+            f"{'Passes' if rec['passed'] else 'Fails'}: {rec['unsupported_sentences']} of "
+            f"{rec['sentences_total']} sentence(s) unsupported; key-fact coverage "
+            f"{rec['coverage']:.2f} (needs {rec['coverage_min']:.2f})."
+        )
+        st.dataframe(pd.DataFrame(tables.check_rows(rec)), hide_index=True, key="check_result")
+        if rec["missing_key_facts"]:
+            st.markdown("**Key facts not stated:** " + "; ".join(rec["missing_key_facts"]))
 
 v1, v2 = st.columns(2)
 with v1:

@@ -226,7 +226,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     req = with_allowed(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
     gen = Generation(state, ctx)
     (text,) = gen.texts([req], [fallback])
-    summary = gen.release("final", req, text, fallback)
+    summary = gen.release("final", req, text, fallback, flags)
     summary, screening = screen_and_annotate(summary, state.plan, ctx.kb.patient_ids())
     return {
         "flags": flags,

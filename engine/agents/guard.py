@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.grounding.guard import guard_text
+from engine.grounding.guard import StatementSpec, guard_text
 from engine.grounding.ledger_index import LedgerIndex
+from engine.grounding.verify import context_phrases
 from engine.ledger import allowed_numbers
 from engine.llm.base import LLMRequest, PromptTooLongError
 from engine.state import NodeContext, State
@@ -47,6 +48,8 @@ class Generation:
         self.skipped_calls = state.skipped_calls
         self.notes = list(state.notes)
         self.records: dict[str, GuardRecord] = dict(state.guard_records)
+        self.sink = state.sink  # streamed text and cancel (dashboard), None elsewhere
+        self.cohort = state.cohort
         self._index: LedgerIndex | None = None
 
     @property
@@ -79,7 +82,11 @@ class Generation:
         llm = self.ctx.llm
         assert llm is not None
         try:
-            out = llm.generate(list(reqs))
+            out = (
+                llm.generate(list(reqs))
+                if self.sink is None
+                else llm.generate(list(reqs), sink=self.sink)
+            )
         except PromptTooLongError as e:
             if len(reqs) > 1:  # one long prompt must not cost the others their generation
                 return [self.generate([r])[0] for r in reqs]
@@ -92,8 +99,18 @@ class Generation:
             raise RuntimeError(f"LLM backend returned {len(out)} texts for {len(reqs)} requests")
         return out
 
-    def release(self, agent: str, req: LLMRequest, text: str, fallback: str) -> str:
-        """Run the grounding guard on one agent's text and keep its record."""
+    def release(
+        self, agent: str, req: LLMRequest, text: str, fallback: str, flags: dict | None = None
+    ) -> str:
+        """Run the grounding guard on one agent's text and keep its record: numbers, then every
+        sentence and the agent's key facts (issue 12; `flags` for the final agent)."""
+        spec = StatementSpec(
+            agent=agent,
+            flags=flags,
+            cohort=self.cohort,
+            phrases=context_phrases(self.ctx.contexts),
+            coverage_min=self.ctx.cfg.coverage_min,
+        )
         if self.ctx.llm is None or not self.guard:
             # facts backend / unguarded baseline: measure the text, never replace it
             res = guard_text(
@@ -103,6 +120,7 @@ class Generation:
                 lambda: text,
                 max_rounds=0,
                 plan_patients=self.plan_patients,
+                statements=spec,
             )
             rec = dict(res.record)
             rec["fallback_used"] = False
@@ -130,6 +148,7 @@ class Generation:
             lambda: fallback,
             max_rounds=self.ctx.cfg.grounding_rounds,
             plan_patients=self.plan_patients,
+            statements=spec,
         )
         rec = dict(res.record)
         rec["guarded"] = True

@@ -40,7 +40,7 @@ def _command(args: Namespace, cfg: Config) -> str:
     if getattr(args, "resume", False):
         parts += ["--resume"]
     env = []
-    if cfg.max_new_tokens != Config().max_new_tokens:
+    if cfg.llm != "facts":  # the per-device default differs by machine: always state it
         env.append(f"MARAG_MAX_NEW_TOKENS={cfg.max_new_tokens}")
     if cfg.torch_threads:
         env.append(f"MARAG_TORCH_THREADS={cfg.torch_threads}")

@@ -19,8 +19,13 @@ METRICS = (
     "temporal_fidelity_scoped",
     "sbert_similarity",
     "claim_accuracy",
+    "unsupported_sentence_rate",
+    "coverage",
 )
+RELEASE_KINDS = ("as_written", "repaired", "regenerated", "replaced")
 LABELS = {
+    "unsupported_sentence_rate": "unsupported-sentence rate",
+    "coverage": "key-fact coverage",
     "fact_precision": "fact precision",
     "hallucination_rate": "hallucination rate",
     "temporal_fidelity": "temporal fidelity",
@@ -55,15 +60,30 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         row["numbers_without_context"] = sum(r["numbers_without_context"] for r in rs)
         row["queries_with_hallucination"] = sum(r["hallucination_rate"] > 0 for r in rs)
         row["min_claim_accuracy"] = min(r["claim_accuracy"] for r in rs)
+        row["unsupported_sentences"] = sum(int(r.get("unsupported_sentences") or 0) for r in rs)
         if system == "product":
             row["fallback_used"] = sum(bool(r.get("fallback_used")) for r in rs)
+            row["released"] = released_counts(rs)
         out.append(row)
     return out
 
 
+def released_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How each product agent text was released: as written, repaired (unsupported sentences
+    removed or replaced), regenerated (after a critique) or replaced by the facts text."""
+    c = Counter(k for r in records for k in (r.get("released") or {}).values())
+    return {k: c.get(k, 0) for k in RELEASE_KINDS}
+
+
 def product_guarantee(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     prod = [r for r in records if r["system"] == "product"]
-    bad = [r["id"] for r in prod if r["hallucination_rate"] > 0 or r["claim_accuracy"] < 1.0]
+    bad = [
+        r["id"]
+        for r in prod
+        if r["hallucination_rate"] > 0
+        or r["claim_accuracy"] < 1.0
+        or int(r.get("unsupported_sentences") or 0) > 0
+    ]
     by_agent = Counter(a for r in prod for a in r.get("fallback_agents") or [])
     return {
         "queries": len(prod),
@@ -72,6 +92,9 @@ def product_guarantee(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "fallback_used": sum(bool(r.get("fallback_used")) for r in prod),
         "fallback_agents": dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))),
         "regenerated": sum(int(r.get("regenerations") or 0) > 0 for r in prod),
+        "released": released_counts(prod),
+        "removed_sentences": sum(int(r.get("removed_sentences") or 0) for r in prod),
+        "min_coverage": min((float(r.get("coverage", 1.0)) for r in prod), default=1.0),
     }
 
 
@@ -84,6 +107,13 @@ def _fallback_line(g: dict[str, Any]) -> str:
         line += f" (agent texts replaced: {parts})"
     if "regenerated" in g:
         line += f"; critique-and-regenerate ran on {g['regenerated']} of {q}"
+    if g.get("released"):
+        rel = g["released"]
+        line += (
+            f"; agent texts released as written {rel['as_written']}, repaired "
+            f"{rel['repaired']} ({g.get('removed_sentences', 0)} sentences removed or replaced), "
+            f"regenerated {rel['regenerated']}, replaced by the facts text {rel['replaced']}"
+        )
     line += "."
     if q and n * 2 > q:
         line += " The model's prose was replaced by the facts text on most queries."
@@ -119,8 +149,10 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
     if meta.get("notes"):
         lines += [f"- {n}" for n in meta["notes"]] + [""]
     lines += [
-        f"Product guarantee (hallucination rate 0.000 and claim accuracy 1.000 on every query): "
-        f"{'HOLDS' if guarantee['holds'] else 'VIOLATED on ' + ', '.join(guarantee['violations'])}; "
+        "Product guarantee (hallucination rate 0.000, claim accuracy 1.000 and unsupported "
+        f"sentences 0 on every query): "
+        f"{'HOLDS' if guarantee['holds'] else 'VIOLATED on ' + ', '.join(guarantee['violations'])}"
+        f"; lowest key-fact coverage {guarantee.get('min_coverage', 1.0):.3f}; "
         + _fallback_line(guarantee),
         "",
     ]
@@ -135,6 +167,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         "TF scoped",
         "SBERT (n)",
         "claim acc.",
+        "unsupp. sent. rate (n)",
+        "coverage",
         "claims w/ ctx",
         "no ctx",
         "LLM calls",
@@ -158,6 +192,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
                     _fmt(r["temporal_fidelity_scoped"]),
                     sb,
                     _fmt(r["claim_accuracy"]),
+                    f"{_fmt(r['unsupported_sentence_rate'])} ({r['unsupported_sentences']})",
+                    _fmt(r["coverage"]),
                     str(r["claims_with_context"]),
                     str(r["numbers_without_context"]),
                     _fmt(r["llm_calls"]),
@@ -171,8 +207,24 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         "",
         "Definitions: docs/evaluation.md. 'no ctx' = numbers without a recoverable context "
         "(checked leniently, not counted in claim accuracy). SBERT is computed only where a gold "
-        "summary exists (n).",
+        "summary exists (n). 'unsupp. sent. rate (n)' = mean share of a summary's sentences that "
+        "the statement check finds unsupported (n = unsupported sentences in all); 'coverage' = "
+        "mean share of the final summary's key facts stated (issue 12).",
     ]
+    rel = [r for r in rows if r["system"] == "product" and r["task"] == "all"]
+    if rel:
+        lines += [
+            "",
+            "Product agent texts by how they were released (as written / repaired / "
+            "regenerated / replaced by the facts text):",
+            "",
+        ]
+        for r in rel:
+            c = r["released"]
+            lines.append(
+                f"- {r['dataset']}: {c['as_written']} / {c['repaired']} / {c['regenerated']} / "
+                f"{c['replaced']}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -186,6 +238,8 @@ def html(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         "temporal_fidelity",
         "sbert_similarity",
         "claim_accuracy",
+        "unsupported_sentence_rate",
+        "coverage",
         "llm_calls",
     ]
     datasets = sorted({r["dataset"] for r in rows})

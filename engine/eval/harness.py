@@ -25,6 +25,7 @@ from engine.eval.baselines import single_pass
 from engine.eval.queries import EvalQuery
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
+from engine.grounding.verify import context_phrases
 from engine.llm.base import LLM
 from kb_store.reader import InMemoryKB, KBReader
 from kb_store.settings import KBSettings
@@ -118,9 +119,12 @@ def score(
     plan_patients: Sequence[int],
     gold: str | None,
     embed: metrics.Embedder | None,
+    statements: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     cs = metrics.claim_stats(summary, ledger, list(plan_patients))
+    st = statement_metrics(summary, ledger, plan_patients, **(statements or {}))
     return {
+        **st,
         "fact_precision": metrics.fact_precision(summary, ledger),
         "hallucination_rate": metrics.hallucination_rate(summary, ledger),
         "temporal_fidelity": metrics.temporal_fidelity(summary, ledger),
@@ -129,6 +133,35 @@ def score(
             metrics.sbert_similarity(summary, gold, embed) if gold and embed is not None else None
         ),
         **cs,
+    }
+
+
+def statement_metrics(
+    summary: str,
+    ledger: LedgerIndex,
+    plan_patients: Sequence[int],
+    flags: dict[str, Any] | None = None,
+    cohort: dict[str, Any] | None = None,
+    phrases: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Issue 12: the unsupported-sentence rate of a summary and its coverage of the final
+    summary's key facts (each domain's change label, the current flags, the cohort finding)."""
+    from engine.grounding.verify import verify_text
+
+    rec = verify_text(
+        summary,
+        ledger.ledger,
+        plan_patients,
+        agent="final",
+        flags=flags,
+        cohort=cohort,
+        phrases=phrases,
+    )
+    return {
+        "unsupported_sentence_rate": rec["unsupported_sentence_rate"],
+        "unsupported_sentences": rec["unsupported_sentences"],
+        "sentences": rec["sentences_total"],
+        "coverage": rec["coverage"],
     }
 
 
@@ -154,6 +187,11 @@ def run_eval(
         all_facts, all_ledger = eng.evidence(product)
         ledger = LedgerIndex(all_ledger)
         gold_text, gold_src = _gold(q, ds, product)
+        st_args = {
+            "flags": product.flags,
+            "cohort": product.cohort,
+            "phrases": context_phrases(eng.contexts),
+        }
         runs: dict[str, tuple[str, int, float, dict[str, Any]]] = {}
         if "product" in systems:
             v = product.verification
@@ -166,6 +204,8 @@ def run_eval(
                     "fallback_agents": v.get("fallback_agents", []),
                     "regenerations": v.get("rounds", 0),
                     "screening_findings": len(product.screening),
+                    "released": v.get("released", {}),
+                    "removed_sentences": len(v.get("removed_sentences", [])),
                 },
             )
         if "marag_unguarded" in systems:
@@ -190,7 +230,14 @@ def run_eval(
                 continue
             text, calls, secs, extra = runs[system]
             summary = strip_note(text)
-            m = score(summary, ledger, q.plan.patients or product.plan.patients, gold_text, embed)
+            m = score(
+                summary,
+                ledger,
+                q.plan.patients or product.plan.patients,
+                gold_text,
+                embed,
+                st_args,
+            )
             m.update({"llm_calls": calls, "wall_s": round(secs, 3)})
             records.append(EvalRecord(q, system, summary, m, {**extra, "gold_source": gold_src}))
             if on_record:
@@ -200,7 +247,9 @@ def run_eval(
             tail = (
                 (
                     f" product HR={prod.metrics['hallucination_rate']:.3f} "
-                    f"CA={prod.metrics['claim_accuracy']:.3f}"
+                    f"CA={prod.metrics['claim_accuracy']:.3f} "
+                    f"unsupported sentences={prod.metrics['unsupported_sentences']} "
+                    f"coverage={prod.metrics['coverage']:.2f}"
                 )
                 if prod
                 else ""

@@ -13,13 +13,17 @@ says `fallback_used`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.grounding.claim_report import ClaimReport, check_text
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import paper_tokens
+from engine.grounding.sentences import split_sentences
+from engine.grounding.verify import verify_text
+from engine.grounding.vocabulary import DOMAIN_RE
 from engine.types import FactValue
 
 MAX_CRITIQUE_ITEMS = 12
@@ -105,16 +109,25 @@ def _record(text: str, rep: ClaimReport, idx: LedgerIndex) -> dict[str, Any]:
 
 def critique(record: dict[str, Any]) -> str:
     """Textual feedback for the model: each unsupported number with its context and the facts."""
-    lines = ["Some numbers in your text do not match the facts. Fix each one:"]
+    lines = ["Some statements in your text do not match the facts. Fix each one:"]
     for u in record["unsupported"][:MAX_CRITIQUE_ITEMS]:
         exp = f" The facts say: {'; '.join(u['expected'])}." if u.get("expected") else ""
         lines.append(f"- '{u['text']}' ({u['context']}): {u['reason']}.{exp}")
     more = len(record["unsupported"]) - MAX_CRITIQUE_ITEMS
     if more > 0:
         lines.append(f"- and {more} more.")
+    st = record.get("statements")
+    if st:
+        for b in st["removable"][:MAX_CRITIQUE_ITEMS]:
+            lines.append(f"- Sentence '{b['text'][:160]}': {'; '.join(b['reasons'][:2])}.")
+        missing = st["coverage_detail"]["missing"]
+        if missing:
+            lines.append("State these key facts: " + "; ".join(missing[:MAX_CRITIQUE_ITEMS]) + ".")
     lines.append(
         "Rewrite the text using only numbers from the facts, each stated with its patient, "
-        "visit and domain; mention visits in increasing order; a decrease is an improvement."
+        "visit and domain; mention visits in increasing order; a decrease is an improvement. "
+        "Say nothing the facts do not contain: no medication, diagnosis, age or sex, cause, "
+        "advice, lifestyle, people, places or prices."
     )
     return "\n".join(lines)
 
@@ -127,53 +140,206 @@ def guard_text(
     *,
     max_rounds: int = 2,
     plan_patients: Sequence[int] = (),
+    statements: StatementSpec | None = None,
 ) -> GuardResult:
     """Return text whose numbers all hold, with the verification record for it.
 
     `regenerate(critique)` asks the same agent again with a critique naming each unsupported
     number (one LLM call); `fallback()` returns the deterministic facts-backend text. A prebuilt
-    `LedgerIndex` may be passed to check several texts against one ledger (built once)."""
+    `LedgerIndex` may be passed to check several texts against one ledger (built once).
+
+    With `statements` (issue 12), every sentence must also be supported or neutral and the text
+    must state its key facts: an unsupported sentence is first *repaired* (removed, or replaced by
+    the facts text's sentence about the same patient and domain); the repaired text is released
+    when it passes, otherwise critique and regenerate, then the facts text. `record["released"]`
+    says which: as_written | repaired | regenerated | replaced."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rounds = 0
-    rec = check_numbers(text, idx, plan_patients)
+    rec = _check_all(text, idx, plan_patients, statements)
     history = [_brief(rec)]
+    released = "as_written"
+    repairs: list[dict[str, Any]] = []
+    if not _passed(rec):
+        text, rec, released = _try_repair(
+            text, rec, idx, plan_patients, statements, fallback, repairs
+        )
     while not _passed(rec) and regenerate is not None and rounds < max_rounds:
         rounds += 1
         text = regenerate(critique(rec))
-        rec = check_numbers(text, idx, plan_patients)
+        rec = _check_all(text, idx, plan_patients, statements)
         history.append(_brief(rec))
+        released = "regenerated"
+        if not _passed(rec):
+            text, rec, released = _try_repair(
+                text, rec, idx, plan_patients, statements, fallback, repairs, "regenerated"
+            )
     fallback_used = False
     if not _passed(rec):
         rejected = {
             k: rec[k] for k in ("unsupported", "claim_accuracy", "hallucination_rate", "numbers")
         }
         rejected["text"] = text
+        if "statements" in rec:
+            rejected["unsupported_sentences"] = rec["statements"]["removable"]
+            rejected["coverage"] = rec["statements"]["coverage_detail"]
         text = fallback()
-        rec = check_numbers(text, idx, plan_patients)
+        rec = _check_all(text, idx, plan_patients, statements)
         rec["rejected"] = rejected
         fallback_used = True
+        released = "replaced"
     rec.update(
         {
             "rounds": rounds,
             "fallback_used": fallback_used,
             "passed": _passed(rec),
             "history": history,
+            "released": released,
+            "repairs": repairs,
         }
     )
     if fallback_used:
         rec["note"] = (
-            "The model's text still had unsupported numbers after "
-            f"{rounds} regeneration round(s); the facts-backend text replaced it."
+            "The model's text still had unsupported numbers or sentences (or missed key facts) "
+            f"after repair and {rounds} regeneration round(s); the facts-backend text replaced it."
         )
     return GuardResult(text, rec)
 
 
+@dataclass(frozen=True)
+class StatementSpec:
+    """What the statement check needs beyond the ledger: the agent (for its key facts), the
+    run's flags and cohort finding, the contexts' own phrases, and the coverage threshold."""
+
+    agent: str | None = None
+    flags: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
+    cohort: Mapping[str, Any] | None = None
+    phrases: tuple[str, ...] = ()
+    coverage_min: float = 1.0
+
+
+def _check_all(
+    text: str, idx: LedgerIndex, plan_patients: Sequence[int], spec: StatementSpec | None
+) -> dict[str, Any]:
+    rec = check_numbers(text, idx, plan_patients)
+    if spec is not None:
+        st = verify_text(
+            text,
+            idx.ledger,
+            plan_patients,
+            agent=spec.agent,
+            flags=spec.flags,
+            phrases=spec.phrases,
+            coverage_min=spec.coverage_min,
+            cohort=spec.cohort,
+        )
+        rec["statements"] = st
+        rec["coverage"] = st["coverage"]
+        rec["unsupported_sentences"] = st["unsupported_sentences"]
+        rec["sentences_total"] = st["sentences_total"]
+        rec["statements_passed"] = st["passed"]
+    return rec
+
+
+def _try_repair(
+    text: str,
+    rec: dict[str, Any],
+    idx: LedgerIndex,
+    plan_patients: Sequence[int],
+    spec: StatementSpec | None,
+    fallback: Callable[[], str],
+    repairs: list[dict[str, Any]],
+    stage: str = "as_written",
+) -> tuple[str, dict[str, Any], str]:
+    """Remove each unsupported sentence, or replace it by the facts text's sentence for the same
+    content; keep the repair when the repaired text passes every check."""
+    if spec is None or not text.strip():
+        return text, rec, stage
+    bad = rec["statements"]["removable"]
+    # numbers the claim reader flagged outside any sentence verdict (e.g. visit order) cannot be
+    # repaired by removing sentences
+    spans = [tuple(b["span"]) for b in bad]
+    loose = [
+        u
+        for u in rec["unsupported"]
+        if u.get("span") is None or not any(a <= u["span"][0] < b for a, b in spans)
+    ]
+    if not bad or loose:
+        return text, rec, stage
+    source = fallback()
+    repaired, removed = repair_text(text, bad, source, idx, plan_patients)
+    new = _check_all(repaired, idx, plan_patients, spec)
+    entry = {"stage": stage, "removed": removed, "passed": _passed(new)}
+    repairs.append(entry)
+    if _passed(new):
+        return repaired, new, "repaired"
+    return text, rec, stage
+
+
+def repair_text(
+    text: str,
+    bad: Sequence[Mapping[str, Any]],
+    source: str,
+    idx: LedgerIndex,
+    plan_patients: Sequence[int] = (),
+) -> tuple[str, list[dict[str, Any]]]:
+    """`text` without its unsupported sentences; each is replaced by the sentence of `source` (the
+    facts text) about the same patients and domains when there is one not yet in the text."""
+    src = [source[a:b].strip() for _p, a, b in split_sentences(source)]
+    used: set[str] = set()
+    out = []
+    last = 0
+    removed = []
+    for b in sorted(bad, key=lambda x: x["span"][0]):
+        a0, a1 = b["span"]
+        out.append(text[last:a0])
+        last = a1
+        repl = _replacement(text[a0:a1], src, used, text)
+        if repl:
+            used.add(repl)
+            out.append(repl)
+        removed.append({"text": b["text"], "reasons": b["reasons"], "replaced_by": repl or None})
+    out.append(text[last:])
+    repaired = re.sub(r"[ \t]{2,}", " ", "".join(out))
+    repaired = re.sub(r"\n{3,}", "\n\n", repaired).strip()
+    return repaired, removed
+
+
+def _keys(sentence: str) -> tuple[set[int], set[str]]:
+    pats = {int(x) for x in re.findall(r"\b(?:patient|proj id)\s*#?(\d+)", sentence, re.I)}
+    doms = set()
+    for pat, dom in DOMAIN_RE:
+        if pat.search(sentence):
+            doms.add(dom)
+    return pats, doms
+
+
+def _replacement(sentence: str, src: list[str], used: set[str], text: str) -> str:
+    p, d = _keys(sentence)
+    if not d:
+        return ""
+    best, score = "", 0
+    for cand in src:
+        if cand in used or cand in text:
+            continue
+        cp, cd = _keys(cand)
+        if p and cp and not (p & cp):
+            continue
+        s = len(d & cd) * 2 + len(p & cp)
+        if d & cd and s > score:
+            best, score = cand, s
+    return best
+
+
 def _passed(rec: dict[str, Any]) -> bool:
-    return not rec["unsupported"]
+    return not rec["unsupported"] and rec.get("statements_passed", True)
 
 
 def _brief(rec: dict[str, Any]) -> dict[str, Any]:
-    return {
+    out = {
         "unsupported": [u["text"] for u in rec["unsupported"]],
         "claim_accuracy": rec["claim_accuracy"],
     }
+    if "statements" in rec:
+        out["unsupported_sentences"] = [b["text"] for b in rec["statements"]["removable"]]
+        out["coverage"] = rec["coverage"]
+    return out

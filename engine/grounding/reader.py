@@ -108,6 +108,7 @@ class _SentenceReader:
         self.value_toks = [t for t in s_toks if (t.start, t.end) not in cue_nums]
         self.claims: list[Claim] = []
         self.bound_visit_spans: set[int] = set()
+        self.last_date_end: int | None = None
         self.postfix_visits: set[int] = set()  # visit cues bound to the number before them
 
     def read(self) -> None:
@@ -206,6 +207,12 @@ class _SentenceReader:
 
     def _on_date(self, tok: NumberToken) -> None:
         sc = self.scope
+        if self.last_date_end is not None and re.fullmatch(
+            r"\s*(?:,|and|to|-|through|until)?\s*(?:and\s*)?",
+            self.text[self.last_date_end : tok.start],
+        ):
+            sc.visit = None  # a list or range of dates: each is read on its own
+        self.last_date_end = tok.end
         self.claims.append(
             Claim(
                 tok.text,

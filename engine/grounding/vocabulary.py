@@ -72,8 +72,12 @@ KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.I), k)
     for p, k in (
         (r"per\s+year|/\s*y(?:ea)?r\b|a\s+year\b|per\s+annum|annuali[sz]ed|yearly", "slope_year"),
-        (r"per\s+visit|/\s*visit|each\s+visit|a\s+visit\b|\bslope\b", "slope"),
-        (r"^\s*(?:visits|sessions|assessments)\b", "count_visits"),
+        (r"per\s+visit|/\s*visit|(?:points?|pts)\s+(?:each|a)\s+visit\b|\bslope\b", "slope"),
+        (
+            r"^\s*(?:(?:MDS-)?UPDRS\s+|PDQ-?8\s+|clinic\s+|study\s+|follow-up\s+)?"
+            r"(?:visits|sessions|assessments)\b",
+            "count_visits",
+        ),
         (r"^\s*(?:patients|participants|subjects)\b", "count_patients"),
         (r"^\s*(?:of\s+\d+\s+)?items?\b", "count_items"),
         (r"summary index|\bSI\b", "pdq8_si"),
@@ -122,8 +126,9 @@ def _item_phrases(label: str, code: str, aliases: tuple[str, ...] | list[str]) -
     aliases, and 'tremor' for the tremor items."""
     head = re.split(r",|\s\(", label)[0]
     out = [label, head]
-    if " and " in head:
-        out.append(head.split(" and ")[0])
+    for conj in (" and ", " or "):
+        if conj in head:
+            out.append(head.split(conj)[0])
     out += [
         par
         for par in re.findall(r"\(([^)]+)\)", label)

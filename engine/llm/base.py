@@ -17,6 +17,19 @@ class PromptTooLongError(ValueError):
     """The prompt does not fit the model's context window; the engine releases the facts text."""
 
 
+class Cancelled(RuntimeError):
+    """The user cancelled generation (a TextSink reported it); the run stops."""
+
+
+class TextSink(Protocol):
+    """Receives generated text as it is written (issue 12: the dashboard streams each agent's
+    text), and tells the backend when the user cancelled."""
+
+    def on_text(self, agent: str, chunk: str) -> None: ...
+
+    def cancelled(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     system: str
@@ -33,6 +46,7 @@ class LLMRequest:
 class LLM(Protocol):
     name: str
 
-    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
-        """One completion per request, in order."""
+    def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
+        """One completion per request, in order; with a `sink`, text is passed to it as it is
+        written and generation stops with `Cancelled` when the sink says so."""
         ...

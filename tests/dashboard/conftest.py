@@ -36,8 +36,9 @@ def helpers():
 
 
 def _final_script(req):
-    """Fake LLM: each agent answers with a short sentence whose only number is a patient id."""
-    return f"{req.agent} narrative: see the facts for the listed patients."
+    """Fake LLM: each agent names itself, then restates the facts of its prompt (issue 12: a
+    text must state its key facts to be released)."""
+    return f"{req.agent} narrative:\n" + h.restate_facts(req)
 
 
 @pytest.fixture

@@ -158,3 +158,28 @@ def result(
     )
     r.verification = {"numbers": 8, "unsupported": bad, "passed": not bad}
     return r
+
+
+def restate_facts(req) -> str:
+    """The prompt's fact rows and flag lines word for word (a text the statement check passes),
+    a new paragraph wherever the visits would go backwards."""
+    import re
+
+    out: list[str] = []
+    last: dict[str, int] = {}
+    seen: set[str] = set()
+    for ln in req.user.splitlines():
+        ln = re.sub(
+            r"^(?:red flag|incongruence|statistic):\s*", "", ln.strip().lstrip("- "), flags=re.I
+        )
+        if not ln.lower().startswith(("patient ", "rank ")) or ln in seen:
+            continue
+        seen.add(ln)
+        m = re.match(r"patient (\d+), visit (\d+)", ln, re.I)
+        if m:
+            if int(m.group(2)) <= last.get(m.group(1), 0):
+                out.append("")
+                last = {}
+            last[m.group(1)] = int(m.group(2))
+        out.append(ln)
+    return "\n".join(out)

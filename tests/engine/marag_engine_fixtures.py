@@ -128,3 +128,29 @@ CONTEXTS = load_contexts(REPO_ROOT / "contexts")
 
 def engine(llm: FakeLLM | None = None, extra: list[Session] | None = None, **kw) -> Engine:
     return Engine(cfg(**kw), kb(extra), llm, CONTEXTS)
+
+
+def echo_facts(req) -> str:
+    """A scripted writer whose text passes the statement check: it restates the prompt's fact rows
+    (lines naming a patient and a visit, the flag lines) word for word, starting a new paragraph
+    where the visits would go backwards (the visit-order rule is per paragraph)."""
+    import re
+
+    out: list[str] = []
+    last: dict[str, int] = {}
+    seen: set[str] = set()
+    for ln in req.user.splitlines():
+        ln = ln.strip().lstrip("- ")
+        ln = re.sub(r"^(?:red flag|incongruence|statistic):\s*", "", ln, flags=re.I)
+        if not ln.lower().startswith(("patient ", "rank ", "highest ", "lowest ")) or ln in seen:
+            continue
+        seen.add(ln)
+        m = re.match(r"patient (\d+), visit (\d+)", ln, re.I)
+        if m:
+            p, v = m.group(1), int(m.group(2))
+            if v <= last.get(p, 0):
+                out.append("")
+                last = {}
+            last[p] = v
+        out.append(ln)
+    return "\n".join(out) or f"The {req.agent} agent has no facts."

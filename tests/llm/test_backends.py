@@ -81,7 +81,7 @@ def test_factory_backends_and_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "LocalLLM", StubLocal)
     a = backends.make_llm(Config(llm="local"))
     b = backends.make_llm(Config(llm="local", planner="llm"))  # irrelevant field: same instance
-    c = backends.make_llm(Config(llm="local", max_new_tokens=64))  # relevant field: new instance
+    c = backends.make_llm(Config(llm="local", max_new_tokens=65))  # relevant field: new instance
     assert isinstance(a, StubLocal) and a is b and c is not a and len(created) == 2
 
     o1 = backends.make_llm(Config(llm="openai", openai_base_url="http://127.0.0.1:9/v1"))

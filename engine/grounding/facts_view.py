@@ -1,0 +1,88 @@
+"""The ledger read as series for the statement checker: scores per (patient, domain), item ratings
+per (patient, item), MCIDs, severity bands and visit dates. Every value here is a ledger value;
+nothing is recomputed from the fact table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine.types import FactValue
+
+
+class FactsView:
+    """Series per (patient, domain) and (patient, item), MCIDs, severity bands and dates,
+    read once from the ledger (every number here is a ledger value)."""
+
+    def __init__(self, ledger: Sequence[FactValue]):
+        self.scores: dict[tuple[int, str], dict[int, FactValue]] = {}
+        self.items: dict[tuple[int, str], dict[int, FactValue]] = {}
+        self.item_domain: dict[str, str] = {}
+        self.mcid: dict[str, dict[str, float]] = {}
+        self.bands: dict[str, list[tuple[str, float | None, float | None]]] = {}
+        self.dates: dict[int, dict[int, str]] = {}
+        bounds: dict[tuple[str, str], list[float]] = {}
+        for f in ledger:
+            if f.kind == "score" and f.patient is not None and f.visit is not None and f.domain:
+                self.scores.setdefault((f.patient, f.domain), {})[int(f.visit)] = f
+            elif f.kind == "item" and f.patient is not None and f.visit is not None and f.item:
+                self.items.setdefault((f.patient, f.item), {})[int(f.visit)] = f
+                if f.domain:
+                    self.item_domain[f.item] = f.domain
+            elif f.kind == "threshold" and f.domain and f.item:
+                if f.item.startswith("mcid_"):
+                    self.mcid.setdefault(f.domain, {})[f.item[5:]] = float(f.value)
+                elif f.item.startswith("severity_"):
+                    bounds.setdefault((f.domain, f.item[9:]), []).append(float(f.value))
+            if f.kind == "visit" and f.patient is not None and f.date and f.visit is not None:
+                self.dates.setdefault(f.patient, {})[int(f.visit)] = f.date
+        for (dom, level), vals in bounds.items():
+            self.bands.setdefault(dom, []).append((level, min(vals), max(vals)))
+        self.patients = sorted({p for p, _ in self.scores})
+
+    def series(self, patient: int, domain: str | None, items: frozenset[str] | None):
+        """(visit -> FactValue, label) of an item (the first one the ledger knows) or a domain."""
+        if items:
+            for code in sorted(items):
+                s = self.items.get((patient, code))
+                if s:
+                    return s, f"item {code}"
+            return None, ""
+        if domain:
+            s = self.scores.get((patient, domain))
+            return (s, domain) if s else (None, "")
+        return None, ""
+
+    def label(self, domain: str | None, change: float) -> str:
+        m = self.mcid.get(domain or "")
+        if not m or "worsening" not in m or "improvement" not in m:
+            return "worsened" if change > 0 else "improved" if change < 0 else "unchanged"
+        if change >= m["worsening"]:
+            return "worsened"
+        if change <= m["improvement"]:
+            return "improved"
+        return "stable"
+
+    def band(self, domain: str, value: float) -> str | None:
+        for level, lo, hi in self.bands.get(domain, []):
+            # bands are stored by their finite bounds; the open top band has lo == hi
+            if lo == hi and value >= lo or lo <= value <= hi:
+                return level
+        return None
+
+
+def _fv(f: FactValue) -> dict[str, Any]:
+    return {
+        "kind": f.kind,
+        "value": f.value,
+        "patient": f.patient,
+        "visit": f.visit,
+        "domain": f.domain,
+        "item": f.item,
+        "label": f.label,
+    }
+
+
+def _num(x: float) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:g}"

@@ -1,0 +1,138 @@
+"""The statement checker's vocabularies, loaded from data (`engine/grounding/lexicon/*.json`).
+
+`content.json` lists what the fact table cannot support (medications and treatments, other
+diagnoses, demographics, causes, recommendations, lifestyle, people, institutions, prices), one
+category per key with its reason; `assertions.json` lists the words whose assertions are checked
+against the ledger (direction, severity, presence/absence, comparatives, superlatives) and the
+neutral forms (whole sentences that assert nothing clinical, e.g. the decision-support note).
+Keeping them as data lets a reviewer extend a category without touching the checker; the tests in
+tests/grounding/test_lexicon.py hold one positive and one negative example per category.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+LEXICON_DIR = Path(__file__).with_name("lexicon")
+
+CONTENT_CATEGORIES = (
+    "medication",
+    "diagnosis",
+    "demographics",
+    "cause",
+    "recommendation",
+    "lifestyle",
+    "people",
+    "institution",
+    "price",
+)
+
+
+@dataclass(frozen=True)
+class ContentHit:
+    category: str
+    start: int
+    end: int
+    text: str
+    reason: str
+
+
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((LEXICON_DIR / name).read_text(encoding="utf-8"))
+
+
+def _word_pattern(patterns: list[str]) -> re.Pattern[str]:
+    parts = []
+    for p in patterns:
+        head = "" if p.startswith(("\\b", "[", "\\d")) else r"(?<![\w])"
+        tail = "" if p.endswith(("\\s", "\\b", "\\d", "\\s?")) else r"(?![\w])"
+        parts.append(f"{head}(?:{p}){tail}")
+    return re.compile("|".join(parts), re.I)
+
+
+@cache
+def content_patterns() -> dict[str, tuple[re.Pattern[str], str]]:
+    """category -> (compiled pattern, reason)."""
+    data = _load("content.json")
+    return {c: (_word_pattern(data[c]["patterns"]), data[c]["reason"]) for c in CONTENT_CATEGORIES}
+
+
+def content_hits(text: str, masked: list[tuple[int, int]] = ()) -> list[ContentHit]:
+    """Every unsupportable-content match in `text`, outside the `masked` spans (item labels,
+    red-flag rule texts: words that belong to the instruments and contexts, not to the writer)."""
+    out = []
+    for cat, (pat, reason) in content_patterns().items():
+        for m in pat.finditer(text):
+            if any(a <= m.start() < b for a, b in masked):
+                continue
+            out.append(ContentHit(cat, m.start(), m.end(), m.group(), reason))
+    out.sort(key=lambda h: h.start)
+    return out
+
+
+@cache
+def assertions() -> dict[str, Any]:
+    return _load("assertions.json")
+
+
+@cache
+def direction_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """(pattern, label) for label in improved, worsened, stable, unchanged, fluctuating, peaked;
+    multi-word forms first so that "no change" wins over "change"."""
+    out = []
+    for label, words in assertions()["direction"].items():
+        for w in words:
+            out.append((w, label))
+    out.sort(key=lambda x: -len(x[0]))
+    return tuple((_word_pattern([w]), lab) for w, lab in out)
+
+
+@cache
+def neutral_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.I) for p in assertions()["neutral_forms"])
+
+
+def is_neutral(sentence: str) -> bool:
+    s = re.sub(r"\s+", " ", sentence.strip().strip("*").strip())
+    return any(p.match(s) for p in neutral_patterns())
+
+
+@cache
+def presence_patterns() -> dict[str, re.Pattern[str]]:
+    pres = assertions()["presence"]
+    return {
+        "absent_before": re.compile(
+            r"(?<![\w])(?:" + "|".join(pres["absent_before"]) + r")\s+(?:\w+\s+){0,2}$", re.I
+        ),
+        "present_before": re.compile(
+            r"(?<![\w])(?:" + "|".join(pres["present_before"]) + r")\s+(?:\w+\s+){0,2}$", re.I
+        ),
+        "absent_after": re.compile(r"^\s*(?:" + "|".join(pres["absent_after"]) + r")", re.I),
+        "present_after": re.compile(r"^\s*(?:" + "|".join(pres["present_after"]) + r")", re.I),
+    }
+
+
+@cache
+def severity_words() -> tuple[dict[str, int], dict[str, int], frozenset[str]]:
+    a = assertions()
+    return (
+        dict(a["item_severity"]["updrs"]),
+        dict(a["item_severity"]["pdq8"]),
+        frozenset(a["domain_severity"]),
+    )
+
+
+@cache
+def comparative_words() -> tuple[dict[str, int], dict[str, int]]:
+    """word -> +1 (greater/max) or -1 (smaller/min)."""
+    a = assertions()
+    comp = {w: 1 for w in a["comparative"]["greater"]} | {
+        w: -1 for w in a["comparative"]["smaller"]
+    }
+    sup = {w: 1 for w in a["superlative"]["max"]} | {w: -1 for w in a["superlative"]["min"]}
+    return comp, sup

@@ -1,0 +1,160 @@
+"""What a word in a sentence is about, for the statement checker: its clause, the patient(s)
+(nearest patient cue before it in the paragraph, else the plan's only patient), the subject (the
+domain and item cues of its clause, else the nearest in the sentence; "all domains" = every
+domain) and the visit span (the clause's visits; "baseline" = the series' first visit)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.grounding.cues import Cue as _Cue
+
+DOMAINS = ("motor", "adl", "nonmotor", "qol")
+CLAUSE_SPLIT = re.compile(r"[;,]|\s(?:while|whereas|but|although|though)\s|:\s", re.I)
+ALL_DOMAINS = re.compile(
+    r"\b(?:all|every|each|both)\s+(?:four\s+|4\s+|three\s+|3\s+)?domains?\b|\bacross (?:the )?domains\b|\bacross the board\b",
+    re.I,
+)
+
+
+@dataclass
+class _SentenceCtx:
+    text: str
+    s0: int
+    s1: int
+    paragraph: int
+    cues: list[_Cue]
+    all_cues: list[_Cue]
+
+    def clause(self, pos: int) -> tuple[int, int]:
+        a, b = self.s0, self.s1
+        for m in CLAUSE_SPLIT.finditer(self.text, self.s0, self.s1):
+            # a comma inside "from 12 at visit 1 to 9" or a list of domains does not end a clause
+            if m.end() <= pos:
+                a = m.end()
+            elif m.start() >= pos:
+                b = m.start()
+                break
+        return a, b
+
+    def patients_at(self, pos: int, sent_start_para: int) -> list[int]:
+        """The patient(s) a word at `pos` is about: the nearest patient cue before it in the
+        paragraph."""
+        best: _Cue | None = None
+        for c in self.all_cues:
+            if c.start >= pos:
+                break
+            if c.kind in ("patient", "patients") and c.start >= sent_start_para:
+                best = c
+        if best is None:
+            return []
+        return list(best.value) if best.kind == "patients" else [best.value]
+
+
+def _para_start(text: str, pos: int) -> int:
+    i = text.rfind("\n\n", 0, pos)
+    return 0 if i < 0 else i
+
+
+def _subjects(
+    ctx: _SentenceCtx, a: int, b: int, pos: int
+) -> list[tuple[str | None, frozenset[str] | None, str]]:
+    """(domain, items, phrase) cues in [a, b); the clause first, then the sentence."""
+
+    def subj(c: _Cue) -> tuple[str | None, frozenset[str] | None, str]:
+        if c.kind == "domain":
+            return (c.value, None, ctx.text[c.start : c.end])
+        codes, _doms, phrase = c.value
+        return (None, codes, phrase)
+
+    found = [subj(c) for c in ctx.cues if a <= c.start < b and c.kind in ("domain", "item")]
+    if found:
+        return found
+    if ALL_DOMAINS.search(ctx.text, ctx.s0, ctx.s1):
+        return [(d, None, d) for d in DOMAINS]
+    before = [c for c in ctx.cues if c.start < pos and c.kind in ("domain", "item")]
+    if before:
+        return [subj(before[-1])]
+    after = [c for c in ctx.cues if c.start >= pos and c.kind in ("domain", "item")]
+    return [subj(after[0])] if after else []
+
+
+def _visits_in(ctx: _SentenceCtx, a: int, b: int) -> tuple[list[tuple[str, Any, str]], bool]:
+    """Visit cues in [a, b) as (kind, value, text); whether a 'latest' cue is among them."""
+    out = []
+    for c in ctx.cues:
+        if a <= c.start < b and c.kind in ("visit", "ref_visit"):
+            out.append((c.kind, c.value, ctx.text[c.start : c.end]))
+    return out, any(v == "latest" for _, v, _ in out)
+
+
+def _resolve_visit(value: Any, cue_text: str, series: Mapping[int, Any]) -> int | None:
+    visits = sorted(series)
+    if not visits:
+        return None
+    if value == "latest":
+        return visits[-1]
+    if value == "previous":
+        return None
+    if re.search(r"baseline", cue_text, re.I):
+        return visits[0]
+    if isinstance(value, list):
+        return None
+    return int(value) if value is not None else None
+
+
+def _span(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> tuple[int, int] | None:
+    visits = sorted(series)
+    if not visits:
+        return None
+    cues, _ = _visits_in(ctx, a, b)
+    if not cues:
+        # no visit in the clause: the sentence's span when it names one ("from baseline to visit
+        # 3, ..., stable"), else the whole selected series ("moderate at the latest assessment;
+        # no clinically meaningful change")
+        cues, _ = _visits_in(ctx, ctx.s0, ctx.s1)
+        named = [c for c in cues if c[0] == "ref_visit" or isinstance(c[1], list)]
+        if len(cues) < 2 and not named:
+            return visits[0], visits[-1]
+    refs = [_resolve_visit(v, t, series) for k, v, t in cues if k == "ref_visit"]
+    ats: list[int | None] = []
+    for k, v, t in cues:
+        if k == "visit":
+            if isinstance(v, list):
+                ats += [int(x) for x in v]
+            else:
+                ats.append(_resolve_visit(v, t, series))
+    refs = [r for r in refs if r is not None]
+    ats = [x for x in ats if x is not None]
+    if refs and ats:
+        return refs[0], ats[-1]
+    if refs:
+        return refs[0], visits[-1]
+    if len(ats) >= 2:
+        return ats[0], ats[-1]
+    if len(ats) == 1:
+        prev = [x for x in visits if x < ats[0]]
+        return (prev[-1] if prev else ats[0]), ats[0]
+    return visits[0], visits[-1]
+
+
+def _at_visit(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> int | None:
+    cues, _ = _visits_in(ctx, a, b)
+    if not cues:
+        cues, _ = _visits_in(ctx, ctx.s0, ctx.s1)
+    for k, v, t in reversed(cues):
+        if k == "visit" and not isinstance(v, list):
+            r = _resolve_visit(v, t, series)
+            if r is not None:
+                return r
+    return max(series) if series else None
+
+
+def _who(ctx: _SentenceCtx, pos: int, only_patient: int | None) -> list[int]:
+    ps = ctx.patients_at(pos, _para_start(ctx.text, ctx.s0))
+    if ps:
+        return ps
+    return [only_patient] if only_patient is not None else []

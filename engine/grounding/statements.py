@@ -1,0 +1,151 @@
+"""Statement-level grounding (issue 12): a verdict for every sentence of a text.
+
+Each sentence is
+- **supported**: every clinical assertion in it maps to ledger facts (numbers through the claim
+  reader of `claims.py`; words through the checks below), and it makes at least one;
+- **neutral**: one of the listed safe forms (`lexicon/assertions.json`, e.g. the decision-support
+  note, section headings);
+- **unsupported**: any assertion fails, it states content the fact table cannot support
+  (`lexicon/content.json`: medications, other diagnoses, demographics, causes, recommendations,
+  lifestyle, people, institutions, prices), or it asserts nothing checkable and is not a safe form.
+
+Word assertions checked against the ledger, each for the patient, domain or item and visit span it
+refers to (scoping: the patient is the nearest patient cue before the word in the paragraph, else
+the plan's only patient; the subject is the domain and item cues of the word's clause, else of its
+sentence; the span is the clause's visits: "from A to B", "between A and B", "since A" (to the
+latest), "at V" (from the previous visit to V), none = the first to the latest selected visit):
+- direction words (improved, worsened, declined, stable, unchanged, fluctuating, peaked), bound to
+  a change number beside them when there is one, else to the subject's change over the span
+  (a decrease is an improvement; "stable" needs |change| below the domain's MCID, or 0 without one);
+- severity words against the item's rating (MDS-UPDRS 0 normal ... 4 severe; PDQ-8 never ... always)
+  or the domain's severity band (none exist for the MA-RAG 44-item scale: unsupported there);
+- presence or absence of a symptom ("no hallucinations", "reports falls") against its item
+  (absent = rated 0) at the clause's visit, else the latest;
+- comparatives ("higher than patient 8", "lower at visit 3 than at visit 1") and superlatives
+  ("the highest motor score", "the largest improvement") against the computed values;
+- periods ("over 14 months") against the patient's first and last visit dates;
+- numbers written as words are read as digits first (`number_words.py`), so counts of visits,
+  ranks and values in words are checked like numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from engine.grounding.claim import Claim
+from engine.grounding.claim_report import check_text
+from engine.grounding.cues import Cue as _Cue
+from engine.grounding.cues import find_cues
+from engine.grounding.facts_view import FactsView, _fv
+from engine.grounding.ledger_index import LedgerIndex
+from engine.grounding.lexicon import assertions, content_hits, is_neutral
+from engine.grounding.number_words import digitise
+from engine.grounding.numbers import normalise
+from engine.grounding.sentence_scope import _SentenceCtx
+from engine.grounding.sentence_verdict import SentenceVerdict, StatementReport
+from engine.grounding.sentences import split_sentences
+from engine.grounding.word_checks import _check_periods, _check_words
+from engine.types import FactValue
+
+__all__ = ["FactsView", "SentenceVerdict", "StatementReport", "check_statements"]
+
+
+def _claim_facts(c: Claim, idx: LedgerIndex) -> dict[str, Any]:
+    """A checked number with the ledger values it matched (none for identifiers and lenient
+    numbers without context)."""
+    matched = list(c.matched)[:4] if c.role == "value" and c.status == "correct" else []
+    return {
+        "claim": c.text,
+        "span": [c.start, c.end],
+        "role": c.role,
+        "kind": c.kind,
+        "context": c.describe(),
+        "values": [_fv(f) for f in matched],
+    }
+
+
+def check_statements(
+    text: str,
+    ledger: Sequence[FactValue] | LedgerIndex,
+    plan_patients: Sequence[int] = (),
+    *,
+    masked_phrases: Sequence[str] = (),
+) -> StatementReport:
+    """Verdicts for every sentence of `text` (see the module docstring).
+
+    `masked_phrases`: words of the run's own contexts (red-flag rule texts) that a sentence may
+    quote without asserting them (e.g. "possible PD-MCI or dementia" after a red-flag item)."""
+    idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
+    view = FactsView(idx.ledger)
+    original = normalise(text)
+    work = _homographs(digitise(original))
+    rep = check_text(work, idx, list(plan_patients))
+    cues = find_cues(work)
+    only_patient = (
+        plan_patients[0]
+        if len(plan_patients) == 1
+        else (view.patients[0] if len(view.patients) == 1 else None)
+    )
+    masked = _masked_spans(work, cues, masked_phrases)
+    quoted = _masked_spans(work, [], masked_phrases)  # the contexts' own wording (red-flag whys)
+    # a domain named inside a quoted rule ("drives quality of life") is not what a word is about
+    cues = [c for c in cues if c.kind != "domain" or not any(a <= c.start < b for a, b in quoted)]
+    out: list[SentenceVerdict] = []
+    for pi, s0, s1 in split_sentences(work):
+        sent = original[s0:s1]
+        if not sent.strip():
+            continue
+        v = SentenceVerdict(sent, (s0, s1), "supported", paragraph=pi)
+        if is_neutral(sent):
+            v.status = "neutral"
+            out.append(v)
+            continue
+        ctx = _SentenceCtx(work, s0, s1, pi, [c for c in cues if s0 <= c.start < s1], cues)
+        claims = [c for c in rep.claims if s0 <= c.start < s1]
+        asserted = 0
+        period_spans = _check_periods(ctx, view, only_patient, v)
+        for c in claims:
+            if any(a <= c.start < b for a, b in period_spans):
+                continue
+            if c.supported:
+                # a bare patient id names who the sentence is about; it asserts nothing by itself
+                asserted += c.role != "patient"
+                v.facts.append(_claim_facts(c, idx))
+            else:
+                v.reasons.append(f"'{c.text}' ({c.describe()}): {c.reason or c.status}")
+                v.categories.append("number" if c.role == "value" else c.role)
+        asserted += len(period_spans)
+        # visit order (temporal fidelity) is a property of the text's layout, not a falsehood:
+        # it stays in the guard's number record and the metrics, not in the sentence verdicts
+        for h in content_hits(work[s0:s1], [(a - s0, b - s0) for a, b in masked]):
+            v.reasons.append(f"'{h.text}': {h.reason}")
+            v.categories.append(h.category)
+        asserted += _check_words(ctx, view, claims, only_patient, v)
+        if not v.reasons and asserted == 0:
+            v.reasons.append(
+                "states nothing the facts support (no checked assertion, not a listed safe form)"
+            )
+            v.categories.append("no assertion")
+        if v.reasons:
+            v.status = "unsupported"
+        out.append(v)
+    return StatementReport(original, out, rep)
+
+
+def _homographs(text: str) -> str:
+    for pat, word in assertions()["verb_homographs"].items():
+        if pat.startswith("_"):
+            continue
+        text = re.sub(pat, lambda m, w=word: w.ljust(len(m.group(0))), text, flags=re.I)
+    return text
+
+
+def _masked_spans(text: str, cues: list[_Cue], phrases: Sequence[str]) -> list[tuple[int, int]]:
+    spans = [(c.start, c.end) for c in cues if c.kind in ("item", "domain")]
+    for p in [*phrases, *assertions()["facts_text_phrases"]["phrases"]]:
+        if p:
+            for m in re.finditer(re.escape(p), text, re.I):
+                spans.append((m.start(), m.end()))
+    return spans

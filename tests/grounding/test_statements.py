@@ -1,0 +1,101 @@
+"""Sentence verdicts on the hand-written ledger of conftest.py (patients 5 and 8, visits 1-4):
+each kind of word assertion, true and false, and the verdict rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.grounding.statements import check_statements
+
+
+def verdicts(text, ledger, patients=(5, 8)):
+    return [(s.status, s.reasons) for s in check_statements(text, ledger, patients).sentences]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ok"),
+    [
+        ("Patient 5's motor score worsened from visit 1 to visit 4.", True),  # 9 -> 13
+        ("Patient 5's motor score improved from visit 1 to visit 4.", False),
+        ("Patient 8's motor score improved from baseline to visit 4.", True),  # 20 -> 15
+        ("Patient 8's ADL was stable from visit 3 to visit 4.", True),  # 11 -> 11
+        ("Patient 8's ADL was unchanged between visit 1 and visit 2.", True),  # 10 -> 10
+        ("Patient 5's ADL was unchanged between visit 1 and visit 2.", False),  # 6 -> 7
+        ("Patient 5's motor score peaked at visit 3.", True),  # 14
+        ("Patient 5's motor score peaked at visit 2.", False),
+        ("Patient 5's motor score did not worsen from visit 3 to visit 4.", True),  # 14 -> 13
+    ],
+)
+def test_direction_words(ledger, sentence, ok):
+    ((status, reasons),) = verdicts(sentence, ledger)
+    assert (status == "supported") is ok, reasons
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ok"),
+    [
+        ("Patient 5's gait was moderate at visit 3.", True),  # NP3GAIT 3
+        ("Patient 5's gait was slight at visit 3.", False),
+        ("Patient 8's gait was mild at visit 2.", True),  # 2
+        ("Patient 8's gait was severe at visit 2.", False),
+    ],
+)
+def test_item_severity_words(ledger, sentence, ok):
+    ((status, reasons),) = verdicts(sentence, ledger)
+    assert (status == "supported") is ok, reasons
+
+
+def test_presence_and_absence(ledger):
+    ((status, reasons),) = verdicts("Patient 5 had no gait problems at visit 1.", ledger)
+    assert status == "unsupported" and "rated 1" in reasons[0]
+    ((status, _),) = verdicts("Patient 5 showed gait problems at visit 1.", ledger)
+    assert status == "supported"
+    ((status, reasons),) = verdicts("Patient 5 had dyskinesia at visit 2.", ledger)
+    assert status == "unsupported" and "no item" in reasons[0]
+
+
+def test_comparatives_and_superlatives(ledger):
+    ok = "Patient 8 had a higher motor score than patient 5 at visit 1."  # 20 vs 9
+    bad = "Patient 5 had a higher motor score than patient 8 at visit 1."
+    assert verdicts(ok, ledger)[0][0] == "supported"
+    assert verdicts(bad, ledger)[0][0] == "unsupported"
+    assert verdicts("Patient 8 has the highest motor score.", ledger)[0][0] == "supported"
+    assert verdicts("Patient 5 has the highest motor score.", ledger)[0][0] == "unsupported"
+
+
+def test_numbers_counts_dates_and_ids(ledger):
+    assert verdicts("Patient 5 attended five visits.", ledger)[0][0] == "unsupported"
+    assert (
+        verdicts("Patient 5's motor score rose by four points from visit 1 to visit 4.", ledger)[0][
+            0
+        ]
+        == "supported"
+    )
+    assert (
+        verdicts("Patient 5's motor score rose by five points from visit 1 to visit 4.", ledger)[0][
+            0
+        ]
+        == "unsupported"
+    )
+    assert verdicts("Patient 9 had a motor score of 9.", ledger)[0][0] == "unsupported"
+    assert verdicts("Patient 5 was followed over 7 months.", ledger)[0][0] == "supported"  # Jan-Jul
+    assert verdicts("Patient 5 was followed over 2 years.", ledger)[0][0] == "unsupported"
+
+
+def test_unsupportable_content_and_no_assertion(ledger):
+    out = verdicts(
+        "Patient 5's motor score was 13 at visit 4. This rise was due to a missed levodopa dose. "
+        "Things look fine overall.",
+        ledger,
+    )
+    assert [s for s, _ in out] == ["supported", "unsupported", "unsupported"]
+    assert any("medication" in r or "cause" in r for r in out[1][1]) or out[1][1]
+    assert "states nothing" in out[2][1][0]
+
+
+def test_neutral_sentence_and_facts_matched(ledger):
+    rep = check_statements("Summary:\nPatient 5's motor score was 13 at visit 4.", ledger, (5,))
+    assert [s.status for s in rep.sentences] == ["neutral", "supported"]
+    matched = [v for f in rep.sentences[1].facts for v in f.get("values", [])]
+    assert {"kind": "score", "value": 13, "patient": 5, "visit": 4}.items() <= matched[0].items()
+    assert rep.passed and rep.unsupported_rate == 0.0
