@@ -11,7 +11,6 @@ import streamlit as st
 
 from dashboard import gate, services
 from dashboard.page import BACKEND_KEY
-from engine.config import Config
 
 st.set_page_config(
     page_title="MA-RAG clinician dashboard",
@@ -20,8 +19,15 @@ st.set_page_config(
     initial_sidebar_state="expanded",
 )
 
+# An invalid MARAG_* value stops the page with one line naming the variable (issue 13, item 12).
+try:
+    startup_config = services.base_config()
+except ValueError as exc:
+    st.error(f"The dashboard cannot start: invalid configuration. {exc}")
+    st.stop()
+
 # --- access control (issue 14): refuse an open network bind, sign in, roles -> pages ---
-identity = gate.enter(gate.base_config_or_none() or Config())
+identity = gate.enter(startup_config)
 # --- end access control ---
 
 pages = {

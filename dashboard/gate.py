@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import access, services, trail
+from dashboard import access, trail
 from dashboard.access import ROLES, Identity
 from engine.audit.errors import AuditError
 from engine.config import Config
@@ -165,10 +165,3 @@ def sidebar(ident: Identity) -> None:
     else:
         st.caption(f"Signed in as **{ident.user}** \u00b7 {', '.join(sorted(ident.roles))}")
         st.button("Sign out", icon=":material/logout:", on_click=st.logout, key="sign_out")
-
-
-def base_config_or_none() -> Config | None:
-    try:
-        return services.base_config()
-    except ValueError:
-        return None
