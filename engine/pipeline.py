@@ -29,6 +29,7 @@ from engine.agents.final import final_node
 from engine.config import Config
 from engine.contexts import Contexts, load_contexts
 from engine.course import series, slopes
+from engine.grounding.run_memo import run_memo
 from engine.ledger import build_ledger, cohort_values
 from engine.llm.base import LLM
 from engine.metrics import in_order
@@ -129,20 +130,21 @@ class Engine:
             if on_node:
                 on_node(name, "done")
 
-        step("retrieve", retrieve_node)
-        step("route", route_node)
-        if state.next_node == "domain_agents":
-            names = active_domains(state)
-            if self.cfg.batch_domain_agents and sink is None:  # streamed: one agent at a time
-                step("domain_agents", lambda s, c: domain_node(s, c, names))
+        with run_memo():  # the grounding reader reads each distinct text once per run
+            step("retrieve", retrieve_node)
+            step("route", route_node)
+            if state.next_node == "domain_agents":
+                names = active_domains(state)
+                if self.cfg.batch_domain_agents and sink is None:  # streamed: one agent at a time
+                    step("domain_agents", lambda s, c: domain_node(s, c, names))
+                else:
+                    for d in names:
+                        step(f"{d}_agent", lambda s, c, d=d: domain_node(s, c, [d]))
+            elif state.next_node == "comparison_agent":
+                step("comparison_agent", comparison_node)
             else:
-                for d in names:
-                    step(f"{d}_agent", lambda s, c, d=d: domain_node(s, c, [d]))
-        elif state.next_node == "comparison_agent":
-            step("comparison_agent", comparison_node)
-        else:
-            step("cohort_agent", cohort_node)
-        step("final_agent", final_node)
+                step("cohort_agent", cohort_node)
+            step("final_agent", final_node)
         return self._result(state)
 
     def evidence(self, result: Result) -> tuple[list[Fact], list[FactValue]]:

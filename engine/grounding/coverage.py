@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.grounding.facts_view import FactsView
+from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.sentence_verdict import StatementReport
 from engine.types import FactValue
 
@@ -97,12 +98,12 @@ class Coverage:
 
 def key_facts(
     agent: str,
-    ledger: Sequence[FactValue],
+    ledger: Sequence[FactValue] | LedgerIndex,
     flags: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     cohort: Mapping[str, Any] | None = None,
 ) -> list[KeyFact]:
     """The key facts an agent's text must state (see the module docstring)."""
-    view = FactsView(ledger)
+    view = ledger.view if isinstance(ledger, LedgerIndex) else FactsView(ledger)
     out: list[KeyFact] = []
     if agent in DOMAIN_AGENTS:
         for (p, d), series in sorted(view.scores.items()):

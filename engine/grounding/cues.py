@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.grounding.numbers import NumberToken
+from engine.grounding.run_memo import memoised
 from engine.grounding.vocabulary import (
     BASELINE_RE,
     DOMAIN_RE,
@@ -20,6 +21,7 @@ from engine.grounding.vocabulary import (
     PATIENTS_RE,
     REF_BEFORE_RE,
     VISITS_RE,
+    item_literals,
     item_vocabulary,
 )
 from engine.vocabulary import WORD_ORDINALS
@@ -168,7 +170,12 @@ def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
 
 def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
     cues = []
-    for pat, codes, doms in item_vocabulary():
+    # an ASCII text is matched only by patterns whose words it contains (lower-cased): skip the
+    # others without running them (same cues, a fraction of the regex scans)
+    low = text.lower() if text.isascii() else None
+    for (pat, codes, doms), words in zip(item_vocabulary(), item_literals(), strict=True):
+        if low is not None and not all(w in low for w in words):
+            continue
         for m in pat.finditer(text):
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "item", (codes, doms, m.group())))
@@ -184,7 +191,13 @@ _PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
 
 def find_cues(text: str) -> list[Cue]:
     """Every cue of `text`, in text order (patients, then visits, items and domains claim their
-    spans in that order of precedence; punctuation inside a cue is not a cue)."""
+    spans in that order of precedence; punctuation inside a cue is not a cue). Computed once per
+    text within an engine run (run_memo); the list is the caller's own."""
+    return list(_find_cues(text))
+
+
+@memoised
+def _find_cues(text: str) -> tuple[Cue, ...]:
     taken = _Taken(len(text))
     cues = _patient_cues(text, taken) + _visit_cues(text, taken)
     cues += _domain_and_item_cues(text, taken)
@@ -192,7 +205,7 @@ def find_cues(text: str) -> list[Cue]:
         if not taken.flags[m.start()]:
             cues.append(Cue(m.start(), m.end(), _PUNCTUATION[m.group()]))
     cues.sort(key=lambda c: (c.start, c.end))
-    return cues
+    return tuple(cues)
 
 
 def kind_for(

@@ -224,7 +224,7 @@ def _check_all(
     if spec is not None:
         st = verify_text(
             text,
-            idx.ledger,
+            idx,
             plan_patients,
             agent=spec.agent,
             flags=spec.flags,

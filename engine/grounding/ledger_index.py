@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from engine.grounding.facts_view import FactsView
 from engine.grounding.numbers import canonical
 from engine.types import FactValue
 
@@ -45,6 +46,14 @@ class LedgerIndex:
         for f in self.ledger:
             self._by_kind.setdefault(f.kind, []).append(f)
             self._by_kp.setdefault((f.kind, f.patient), []).append(f)
+        self._view: FactsView | None = None
+
+    @property
+    def view(self) -> FactsView:
+        """The ledger read as series (statement check, key facts), built once per index."""
+        if self._view is None:
+            self._view = FactsView(self.ledger)
+        return self._view
 
     def find(
         self, kinds: Iterable[str], *, patient=None, visit=None, domain=None, items=None

@@ -18,6 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from engine.grounding.run_memo import memoised
+
 LEXICON_DIR = Path(__file__).with_name("lexicon")
 
 CONTENT_CATEGORIES = (
@@ -65,14 +67,18 @@ def content_patterns() -> dict[str, tuple[re.Pattern[str], str]]:
 def content_hits(text: str, masked: list[tuple[int, int]] = ()) -> list[ContentHit]:
     """Every unsupportable-content match in `text`, outside the `masked` spans (item labels,
     red-flag rule texts: words that belong to the instruments and contexts, not to the writer)."""
+    return [h for h in _all_content_hits(text) if not any(a <= h.start < b for a, b in masked)]
+
+
+@memoised
+def _all_content_hits(text: str) -> tuple[ContentHit, ...]:
+    """Every match in text order (once per text within an engine run: run_memo)."""
     out = []
     for cat, (pat, reason) in content_patterns().items():
         for m in pat.finditer(text):
-            if any(a <= m.start() < b for a, b in masked):
-                continue
             out.append(ContentHit(cat, m.start(), m.end(), m.group(), reason))
     out.sort(key=lambda h: h.start)
-    return out
+    return tuple(out)
 
 
 @cache

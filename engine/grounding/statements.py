@@ -78,7 +78,7 @@ def check_statements(
     `masked_phrases`: words of the run's own contexts (red-flag rule texts) that a sentence may
     quote without asserting them (e.g. "possible PD-MCI or dementia" after a red-flag item)."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
-    view = FactsView(idx.ledger)
+    view = idx.view
     original = normalise(text)
     work = _homographs(digitise(original))
     rep = check_text(work, idx, list(plan_patients))

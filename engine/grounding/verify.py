@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.contexts import Contexts
 from engine.grounding.coverage import DOMAIN_AGENTS, coverage, key_facts
+from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.statements import check_statements
 from engine.types import FactValue
 
@@ -28,7 +29,7 @@ def context_phrases(ctx: Contexts | None) -> tuple[str, ...]:
 
 def verify_text(
     text: str,
-    ledger: Sequence[FactValue],
+    ledger: Sequence[FactValue] | LedgerIndex,
     plan_patients: Sequence[int] = (),
     *,
     agent: str | None = None,
@@ -38,7 +39,8 @@ def verify_text(
     cohort: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The statement record of one text: sentence verdicts, coverage of the agent's key facts
-    (none when `agent` is None: `marag check` on a free text uses the final agent's), and passed."""
+    (none when `agent` is None: `marag check` on a free text uses the final agent's), and passed.
+    A prebuilt `LedgerIndex` may be passed (the guard's: the index is built once per node)."""
     rep = check_statements(text, ledger, plan_patients, masked_phrases=phrases)
     kf = key_facts(agent, ledger, flags, cohort) if agent else []
     single = agent if agent in DOMAIN_AGENTS else None

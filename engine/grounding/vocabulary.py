@@ -141,9 +141,8 @@ def _item_phrases(label: str, code: str, aliases: tuple[str, ...] | list[str]) -
 
 
 @cache
-def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], ...]:
-    """(phrase pattern, item codes, their domains) from every instrument profile, longest first;
-    then the symptom words that are no item (UNKNOWN_ITEMS), with no codes."""
+def _item_phrase_table() -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """(phrase, item codes, their domains) from every instrument profile, longest first."""
     phrases: dict[str, tuple[set[str], set[str]]] = {}
     for path in sorted(PROFILE_DIR.glob("*.json")):
         for it in load_profile(path.stem).items:
@@ -154,17 +153,37 @@ def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[
                 codes, doms = phrases.setdefault(phrase, (set(), set()))
                 codes.add(it.code)
                 doms.add(it.domain)
+    return tuple(
+        (phrase, frozenset(phrases[phrase][0]), frozenset(phrases[phrase][1]))
+        for phrase in sorted(phrases, key=len, reverse=True)
+    )
+
+
+@cache
+def item_vocabulary() -> tuple[tuple[re.Pattern[str], frozenset[str], frozenset[str]], ...]:
+    """(phrase pattern, item codes, their domains) from every instrument profile, longest first;
+    then the symptom words that are no item (UNKNOWN_ITEMS), with no codes."""
     out = []
-    for phrase in sorted(phrases, key=len, reverse=True):
-        codes, doms = phrases[phrase]
+    for phrase, codes, doms in _item_phrase_table():
         pat = re.compile(
             r"(?<![\w-])" + re.escape(phrase).replace(r"\ ", r"[\s-]+") + r"s?(?![\w-])", re.I
         )
-        out.append((pat, frozenset(codes), frozenset(doms)))
+        out.append((pat, codes, doms))
     for w in UNKNOWN_ITEMS:
         pat = re.compile(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", re.I)
         out.append((pat, frozenset(), frozenset()))
     return tuple(out)
+
+
+@cache
+def item_literals() -> tuple[tuple[str, ...], ...]:
+    """For each entry of item_vocabulary(), in its order: lower-case words that every match of
+    its pattern contains verbatim in an ASCII text (the space-separated parts of the phrase; only
+    ASCII parts, since case-insensitive matching of other letters is not plain lower-casing). A
+    cheap pre-test: a pattern with one of these words missing from the lower-cased ASCII text
+    cannot match it."""
+    phrases = [p for p, _, _ in _item_phrase_table()] + [w.lower() for w in UNKNOWN_ITEMS]
+    return tuple(tuple(w for w in p.split(" ") if w and w.isascii()) for p in phrases)
 
 
 @cache
