@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+from re import _constants as _sre  # the parsed form, to read literal prefixes
+from re._parser import parse as _sre_parse
 from typing import Any
 
 from engine.grounding.run_memo import memoised
@@ -48,13 +50,57 @@ def _load(name: str) -> dict[str, Any]:
     return json.loads((LEXICON_DIR / name).read_text(encoding="utf-8"))
 
 
-def _word_pattern(patterns: list[str]) -> re.Pattern[str]:
+def _word_parts(patterns: list[str]) -> list[str]:
     parts = []
     for p in patterns:
         head = "" if p.startswith(("\\b", "[", "\\d")) else r"(?<![\w])"
         tail = "" if p.endswith(("\\s", "\\b", "\\d", "\\s?")) else r"(?![\w])"
         parts.append(f"{head}(?:{p}){tail}")
-    return re.compile("|".join(parts), re.I)
+    return parts
+
+
+def _word_pattern(patterns: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(_word_parts(patterns)), re.I)
+
+
+def _literal_prefix(part: str) -> str:
+    """The ASCII letters every match of `part` starts with (after its leading assertions),
+    lower-cased; "" when it starts with anything else (a class, a repeat, a branch)."""
+    out: list[str] = []
+
+    def walk(items: Any) -> bool:
+        for op, av in items:
+            if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT) and not out:
+                continue
+            if op is _sre.LITERAL and av < 128:
+                out.append(chr(av))
+                continue
+            if op is _sre.SUBPATTERN and walk(av[-1].data):
+                continue
+            return False
+        return True
+
+    walk(_sre_parse(part, re.I).data)
+    return "".join(out).lower()
+
+
+@cache
+def _content_parts() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """category -> (the alternatives of its content pattern, in order; each one's literal prefix).
+    In an ASCII text an alternative whose prefix does not occur (lower-cased) cannot match."""
+    data = _load("content.json")
+    out = {}
+    for c in CONTENT_CATEGORIES:
+        parts = tuple(_word_parts(data[c]["patterns"]))
+        out[c] = (parts, tuple(_literal_prefix(p) for p in parts))
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _content_subpattern(category: str, keep: tuple[int, ...]) -> re.Pattern[str]:
+    """The category's pattern with only the alternatives `keep` (same order, same flags)."""
+    parts = _content_parts()[category][0]
+    return re.compile("|".join(parts[i] for i in keep), re.I)
 
 
 @cache
@@ -74,7 +120,17 @@ def content_hits(text: str, masked: list[tuple[int, int]] = ()) -> list[ContentH
 def _all_content_hits(text: str) -> tuple[ContentHit, ...]:
     """Every match in text order (once per text within an engine run: run_memo)."""
     out = []
+    # in an ASCII text, only the alternatives whose literal prefix occurs can match: the others
+    # are left out of the scan (a leftover alternative never matches, so the matches are the same)
+    low = text.lower() if text.isascii() else None
     for cat, (pat, reason) in content_patterns().items():
+        if low is not None:
+            parts, prefixes = _content_parts()[cat]
+            keep = tuple(i for i, pre in enumerate(prefixes) if pre in low)
+            if not keep:
+                continue
+            if len(keep) < len(parts):
+                pat = _content_subpattern(cat, keep)
         for m in pat.finditer(text):
             out.append(ContentHit(cat, m.start(), m.end(), m.group(), reason))
     out.sort(key=lambda h: h.start)
