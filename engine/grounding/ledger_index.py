@@ -99,19 +99,20 @@ class LedgerIndex:
 
 def ledger_tokens(ledger: Sequence[FactValue]) -> set[str]:
     """N_facts: the numeric tokens of the (extended) fact table: every ledger value, patient id,
-    visit index and date part; non-integer values also as shown rounded to 0, 1 and 2 decimals."""
-    toks: set[str] = set()
+    visit index and date part; non-integer values also as shown rounded to 0, 1 and 2 decimals.
+    (Distinct numbers first, then one canonical form each: ledgers repeat ids and visits.)"""
+    nums: set[float] = set()
     for f in ledger:
         v = float(f.value)
         if f.kind != "date":
-            toks.add(canonical(v))
+            nums.add(v)
             if not v.is_integer():
                 for d in (0, 1, 2):
-                    toks.add(canonical(round(v, d)))
+                    nums.add(round(v, d))
         if f.patient is not None:
-            toks.add(canonical(f.patient))
+            nums.add(float(f.patient))
         if f.visit is not None:
-            toks.add(canonical(f.visit))
+            nums.add(float(f.visit))
         if f.date:
-            toks.update(canonical(float(p)) for p in f.date.split("-") if p.isdigit())
-    return toks
+            nums.update(float(p) for p in f.date.split("-") if p.isdigit())
+    return {canonical(x) for x in nums}

@@ -155,6 +155,13 @@ def direction_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 
 @cache
+def direction_prefixes() -> tuple[str, ...]:
+    """For each of direction_patterns(), in order, its literal prefix (see _literal_prefix): in
+    an ASCII sentence a pattern whose prefix does not occur (lower-cased) cannot match."""
+    return tuple(_literal_prefix(p.pattern) for p, _ in direction_patterns())
+
+
+@cache
 def neutral_patterns() -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.I) for p in assertions()["neutral_forms"])
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.grounding.run_memo import memoised
 from engine.vocabulary import MONTH_PATTERN as _MON
 from engine.vocabulary import MONTHS
 
@@ -69,7 +70,12 @@ def normalise(text: str) -> str:
 
 def extract_numbers(text: str) -> list[NumberToken]:
     """Every numeric token in `text`, in order. Years written alone (1900-2099, not signed,
-    not a decimal) read as dates of precision 'year'."""
+    not a decimal) read as dates of precision 'year'. Once per text within an engine run."""
+    return list(_extract_numbers(text))
+
+
+@memoised
+def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
     text = normalise(text)
     taken = [False] * len(text)
     out: list[NumberToken] = []
@@ -123,7 +129,7 @@ def extract_numbers(text: str) -> list[NumberToken]:
             )
         )
     out.sort(key=lambda t: t.start)
-    return out
+    return tuple(out)
 
 
 def _iso(m: re.Match[str]) -> str | None:

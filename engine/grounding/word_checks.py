@@ -13,6 +13,7 @@ from engine.grounding.facts_view import FactsView, _fv, _num
 from engine.grounding.lexicon import (
     comparative_words,
     direction_patterns,
+    direction_prefixes,
     presence_patterns,
     severity_words,
 )
@@ -66,7 +67,11 @@ def _check_words(
 def _direction_words(ctx: _SentenceCtx) -> list[tuple[int, int, str, str]]:
     taken: list[tuple[int, int]] = []
     out = []
-    for pat, label in direction_patterns():
+    sent = ctx.text[ctx.s0 : ctx.s1]
+    low = sent.lower() if sent.isascii() else None  # skip patterns that cannot match (lexicon)
+    for (pat, label), pre in zip(direction_patterns(), direction_prefixes(), strict=True):
+        if low is not None and pre not in low:
+            continue
         for m in pat.finditer(ctx.text, ctx.s0, ctx.s1):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
