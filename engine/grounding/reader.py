@@ -9,6 +9,7 @@ Nothing here decides whether a claim is right: that is verdict.py.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from engine.grounding.claim import Claim
@@ -82,6 +83,10 @@ def read_claims(text: str, idx: LedgerIndex) -> Reading:
     return out
 
 
+def _start(x: Cue | NumberToken) -> int:
+    return x.start
+
+
 class _SentenceReader:
     """Reads one sentence: walks its cues and numbers left to right, keeping the Scope."""
 
@@ -100,11 +105,12 @@ class _SentenceReader:
     ):
         self.text, self.idx, self.out = text, idx, out
         self.pi, self.si, self.s0, self.s1 = pi, si, s0, s1
-        self.cues = [c for c in cues if s0 <= c.start < s1]
+        # cues and tokens are in text order: the sentence's are one slice of each (bisect)
+        self.cues = cues[bisect_left(cues, s0, key=_start) : bisect_left(cues, s1, key=_start)]
         self.scope = Scope(patient=clause_patient(self.cues, s0, patient))
         self.stack: list[Scope] = []
         cue_nums = {span for c in self.cues for span in c.num_spans}
-        s_toks = [t for t in tokens if s0 <= t.start < s1]
+        s_toks = tokens[bisect_left(tokens, s0, key=_start) : bisect_left(tokens, s1, key=_start)]
         self.value_toks = [t for t in s_toks if (t.start, t.end) not in cue_nums]
         self.claims: list[Claim] = []
         self.bound_visit_spans: set[int] = set()
