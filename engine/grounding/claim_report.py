@@ -41,6 +41,7 @@ from engine.grounding.claim import Claim
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import normalise
 from engine.grounding.reader import Anchor, read_claims
+from engine.grounding.run_memo import cached
 from engine.grounding.verdict import judge
 from engine.types import FactValue, Plan
 
@@ -82,8 +83,16 @@ def check_text(
     text: str, ledger: Sequence[FactValue] | LedgerIndex, plan: Plan | Sequence[int] | None = None
 ) -> ClaimReport:
     """Extract and check every claim; also the visit-order check behind temporal fidelity."""
-    idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     plan_patients = set(plan.patients) if isinstance(plan, Plan) else set(plan or ())
+    if isinstance(ledger, LedgerIndex):
+        # the guard checks each text's numbers twice (claim record, statement check) against
+        # one index: once per run (run_memo); the report is read-only for its callers
+        key = ("check_text", text, frozenset(plan_patients), ledger)
+        return cached(key, lambda: _check_text(text, ledger, plan_patients))
+    return _check_text(text, LedgerIndex(ledger), plan_patients)
+
+
+def _check_text(text: str, idx: LedgerIndex, plan_patients: set[int]) -> ClaimReport:
     allowed = plan_patients or idx.patients
     reading = read_claims(normalise(text), idx)
     for cl in reading.claims:

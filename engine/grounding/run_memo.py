@@ -48,3 +48,13 @@ def memoised(fn: Callable[[str], R]) -> Callable[[str], R]:
         return memo[key]
 
     return wrapper
+
+
+def cached(key: Hashable, compute: Callable[[], R]) -> R:
+    """`compute()` once per `key` inside a `run_memo()` block (always, outside one)."""
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
