@@ -306,7 +306,7 @@ def given_facts(
     if falls:
         paras.append(falls)
     flags = [t for st, t in _flag_paragraphs(fd) if st != "resolved"]
-    paras += flags or ["No red flag is current."]
+    paras += flags  # none current: nothing to state (the flags block of the prompt says so)
     # the same paragraphs as the facts text, so the guard reads them the same way
     return "\n\n".join(paras)
 
