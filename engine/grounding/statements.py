@@ -90,8 +90,15 @@ def check_statements(
     )
     masked = _masked_spans(work, cues, masked_phrases)
     quoted = _masked_spans(work, [], masked_phrases)  # the contexts' own wording (red-flag whys)
-    # a domain named inside a quoted rule ("drives quality of life") is not what a word is about
-    cues = [c for c in cues if c.kind != "domain" or not any(a <= c.start < b for a, b in quoted)]
+    # a domain named inside a quoted rule ("drives quality of life") is not what a word is about;
+    # nor an item named inside a parenthesised rule ("(orthostatic hypotension: falls, ...)")
+    in_parens = [(a, b) for a, b in quoted if work.rfind("(", 0, a) > work.rfind(")", 0, a)]
+    cues = [
+        c
+        for c in cues
+        if not (c.kind == "domain" and any(a <= c.start < b for a, b in quoted))
+        and not (c.kind == "item" and any(a <= c.start < b for a, b in in_parens))
+    ]
     out: list[SentenceVerdict] = []
     for pi, s0, s1 in split_sentences(work):
         sent = original[s0:s1]
