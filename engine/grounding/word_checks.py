@@ -741,16 +741,24 @@ def _check_periods(ctx, view, only_patient, v) -> list[tuple[int, int]]:
     return spans
 
 
-ZERO_LATEST_RE = re.compile(
-    r"\bzero at the (?:latest|last|most recent) (?:assessment|visit)\b", re.I
+# ---------------------------------------------------------------- zero scores (issue 11 caveats)
+
+ZERO_RE = re.compile(
+    r"\bzero(?: on every item)? at (?:the (?:latest|last|most recent) (?:assessment|visit)"
+    r"|(?P<every>every (?:assessment|visit)|all (?:assessments|visits)))\b"
+    r"(?P<others>,? while (?:the )?other parts (?:were|did) not\b)?",
+    re.I,
 )
+UPDRS_PARTS = ("nonmotor", "adl", "motor")
 
 
 def _check_zero_latest(ctx, view, only_patient, v) -> int:
-    """ "zero at the latest assessment" (the facts text's missing-data caveat): the subject's
-    latest score is 0."""
+    """The facts text's zero caveats, each against the subject's series: "zero at the latest
+    assessment" (the latest score is 0); "zero on every item at every assessment" (every score
+    of the span is 0); "... while other parts were not" (another MDS-UPDRS part of the patient
+    scored above 0)."""
     n = 0
-    for m in ZERO_LATEST_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+    for m in ZERO_RE.finditer(ctx.text, ctx.s0, ctx.s1):
         if re.search(
             r"\b(?:parts?|items?|some|every)\b[^.;:]{0,20}$", ctx.text[ctx.s0 : m.start()], re.I
         ):
@@ -762,18 +770,50 @@ def _check_zero_latest(ctx, view, only_patient, v) -> int:
                 if not series:
                     continue
                 last = max(series)
-                every = "every" in m.group(0).lower()
-                if (
-                    all(float(f.value) == 0 for f in series.values())
-                    if every
-                    else float(series[last].value) == 0
-                ):
-                    n += 1
-                else:
+                nonzero = [(vis, f) for vis, f in sorted(series.items()) if float(f.value) != 0]
+                if m.group("every") and nonzero:
+                    vis, f = nonzero[0]
+                    _fail(
+                        v,
+                        "number_words",
+                        f"'{m.group(0)}' ({what}, patient {p}): {_num(f.value)} at visit {vis}",
+                    )
+                    continue
+                if not m.group("every") and float(series[last].value) != 0:
                     _fail(
                         v,
                         "number_words",
                         f"'{m.group(0)}' ({what}, patient {p}): "
                         f"{_num(series[last].value)} at visit {last}",
                     )
+                    continue
+                n += 1
+                said = m.group(0)[
+                    : (m.start("others") if m.group("others") else m.end()) - m.start()
+                ]
+                shown = list(series.values()) if m.group("every") else [series[last]]
+                v.facts.append(
+                    _assertion("zero", said, p, series, (min(series), last), shown, view)
+                )
+                if m.group("others"):
+                    part = dom or view.item_domain.get(min(items or ("",)), "")
+                    others = [
+                        (o, vis, f)
+                        for o in UPDRS_PARTS
+                        if o != part
+                        for vis, f in sorted(view.scores.get((p, o), {}).items())
+                        if float(f.value) != 0
+                    ]
+                    if part in UPDRS_PARTS and others:
+                        n += 1
+                        f = others[0][2]
+                        said = m.group("others").strip(", ")
+                        v.facts.append(_assertion("zero_others", said, p, {0: f}, None, [f], view))
+                    else:
+                        _fail(
+                            v,
+                            "number_words",
+                            f"'{m.group('others').strip(', ')}' ({what}, "
+                            f"patient {p}): no other MDS-UPDRS part scored above 0",
+                        )
     return n
