@@ -8,6 +8,7 @@ labels and reasons) that a text may quote without asserting it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,9 @@ from engine.grounding.coverage import DOMAIN_AGENTS, coverage, key_facts
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.statements import check_statements
 from engine.types import FactValue
+
+NO_CURRENT_FLAG = re.compile(r"\bno red flag is current\b", re.I)
+PATIENT = re.compile(r"\b(?:patient|proj id)\s+(\d+)\b", re.I)
 
 
 def context_phrases(ctx: Contexts | None) -> tuple[str, ...]:
@@ -43,6 +47,8 @@ def verify_text(
     A prebuilt `LedgerIndex` may be passed (the guard's: the index is built once per node)."""
     rep = check_statements(text, ledger, plan_patients, masked_phrases=phrases)
     kf = key_facts(agent, ledger, flags, cohort) if agent else []
+    if flags is not None:
+        _check_no_current_flag(rep, key_facts("final", ledger, flags, None))
     single = agent if agent in DOMAIN_AGENTS else None
     cov = coverage(rep, kf, plan_patients, single_domain=single)
     n = len(rep.sentences)
@@ -57,3 +63,24 @@ def verify_text(
         "unsupported_sentence_rate": len(bad) / n if n else 0.0,
         "removable": [{"text": s.text, "span": list(s.span), "reasons": s.reasons} for s in bad],
     }
+
+
+def _check_no_current_flag(rep, final_facts) -> None:
+    """ "No red flag is current" (a listed form of the facts text) holds only when the run's flags
+    have no red flag at the latest visit (the final agent's current flags) of the patient the
+    sentence is about: the last patient named before it, else every patient."""
+    current = [k for k in final_facts if k.kind == "red_flag"]
+    if not current:
+        return
+    for s in rep.sentences:
+        if not NO_CURRENT_FLAG.search(s.text):
+            continue
+        named = PATIENT.findall(rep.text, 0, s.span[0])
+        hits = [k for k in current if not named or k.patient == int(named[-1])]
+        if hits:
+            s.status = "unsupported"
+            s.reasons.append(
+                "'no red flag is current': current red flags "
+                + ", ".join(f"{k.item} (patient {k.patient}, visit {k.visit})" for k in hits)
+            )
+            s.categories.append("presence")
