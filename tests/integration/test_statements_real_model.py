@@ -29,8 +29,8 @@ PLANS = [
 @pytest.fixture(scope="module")
 def engine() -> Engine:
     import torch
-    from engine.llm.factory import make_llm
 
+    from engine.llm.backends import make_llm
     from kb_store.documents import build_documents
     from kb_store.ingest import load_sources
     from kb_store.reader import InMemoryKB
