@@ -182,22 +182,6 @@ def _domain_paragraph(dc: DomainCourse, ctx: Contexts) -> str:
     return text
 
 
-def _change_sentence(dc: DomainCourse) -> str:
-    """A domain's first and latest score and its change label, as the facts text writes them (the
-    domain paragraph without its peaks, swings and trend)."""
-    w = _dom(dc.domain)
-    head = PART_WORDS[dc.domain]
-    if len(dc.points) < 2:
-        return f"{head}: {w} {fmt(dc.last.score)} at visit {dc.last.visit}."
-    c = dc.change
-    mcid_txt = f", MCID {fmt(abs(c.mcid))}" if c is not None and c.mcid is not None else ""
-    return (
-        f"{head}: {_direction(dc)}. {_cap(w)} went {fmt(dc.first.score)} at visit "
-        f"{dc.first.visit}, {fmt(dc.last.score)} at visit {dc.last.visit} "
-        f"(change {fmt_signed(c.value if c else 0)}{mcid_txt})."
-    )
-
-
 def _label(label: str) -> str:
     """Item label in running text: lower case, limb words without the checker's direction words
     ("lower extremity" would read as "lower" = improved)."""
@@ -313,14 +297,11 @@ def given_facts(
     patient: int, courses: Mapping[tuple[int, str], InstrumentCourse], fd: Findings
 ) -> str:
     """The facts an LLM-written summary must state (issue 11 follow-up): the framing of each
-    instrument (assessments, period, UPDRS total first -> last), each domain's change with its
-    label, falls at every assessment and the red flags that are current or not resolved. Ledger values only, written as the facts text
+    instrument (assessments, period, UPDRS total first -> last), falls at every assessment and the
+    red flags that are current or not resolved. Ledger values only, written as the facts text
     writes them, so the guard accepts them verbatim."""
     paras = [f"Patient {patient}."]
-    for ic in iter_courses(dict(courses), patient):
-        paras.append(" ".join(_framing(ic)))
-        # each domain's change and its label: the final agent's key facts (issue 12 coverage)
-        paras += [_change_sentence(ic.domains[d]) for d in DOMAINS if d in ic.domains]
+    paras += [" ".join(_framing(ic)) for ic in iter_courses(dict(courses), patient)]
     falls = _falls_sentence(fd)
     if falls:
         paras.append(falls)
