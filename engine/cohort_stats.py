@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.course import Point, fmt, fmt2, fmt_signed, slope_of
@@ -243,7 +243,37 @@ def compute_cohort(
                 slopes.append(slope_of(p, dom, pts).to_dict())
     domain_stats = _domain_stats(latest)
 
-    flag = statistic
+    return rank_cohort(
+        query,
+        instruments,
+        statistic,
+        domains=domains,
+        domain_stats=domain_stats,
+        slopes=slopes,
+        notes=notes,
+        latest_rows=lambda dom: [dict(r) for r in latest[dom]],
+        points_of=lambda dom: {p: points(p, dom) for p in patients},
+        n_patients=len(patients),
+        has_qol="qol" in latest,
+    )
+
+
+def rank_cohort(
+    query: str,
+    instruments: Sequence[str],
+    flag: str,
+    *,
+    domains: Sequence[str],
+    domain_stats: dict[str, dict[str, Any]],
+    slopes: list[dict[str, Any]],
+    notes: list[str],
+    latest_rows: Callable[[str], list[dict[str, Any]]],
+    points_of: Callable[[str], dict[int, Points]],
+    n_patients: int,
+    has_qol: bool,
+) -> CohortAnswer:
+    """The statistic the query (or `flag`) asks for, its ranking and the answer record: one rule
+    set for the per-fact path (compute_cohort) and the session table (engine.fact_query)."""
     statistic, domain = choose_statistic(query, instruments, flag)
     if domain not in domain_stats:
         fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)
@@ -255,16 +285,14 @@ def compute_cohort(
         domain = fallback
 
     if statistic in ("maximum", "minimum", "mean"):
-        ranking = _ranked(
-            [dict(r) for r in latest[domain]], "value", descending=statistic != "minimum"
-        )
+        ranking = _ranked(latest_rows(domain), "value", descending=statistic != "minimum")
         top = (
             {"patient": None, "value": domain_stats[domain]["mean"]}
             if statistic == "mean"
             else ranking[0]
         )
     elif statistic in CHANGE_STATS:
-        ranking = _change_ranking(statistic, {p: points(p, domain) for p in patients})
+        ranking = _change_ranking(statistic, points_of(domain))
         top = ranking[0]
     else:
         ranking = _slope_ranking(statistic, domain, slopes)
@@ -283,14 +311,14 @@ def compute_cohort(
         "visit": top.get("visit"),
         "ties": ties if len(ties) > 1 else [],
         "ranking": ranking,
-        "n_patients": len(patients),
+        "n_patients": n_patients,
         "domain_stats": domain_stats,
         "slopes": slopes,
         "notes": notes,
     }
-    if domain != "qol" and "qol" in latest:
+    if domain != "qol" and has_qol:
         out["pdq8_ranking"] = _ranked(
-            [dict(r) for r in latest["qol"]], "value", descending=statistic != "minimum"
+            latest_rows("qol"), "value", descending=statistic != "minimum"
         )
     return out
 

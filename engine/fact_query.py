@@ -27,7 +27,7 @@ import pandas as pd
 
 from engine.types import Fact
 from kb_store.fact_table import FactTable
-from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS, load_profile
+from kb_store.profiles import DOMAINS, TOTAL, UPDRS_DOMAINS, load_profile
 
 #: patients of the ranking a cohort answer can name: the cohort prompt shows the top 10, the
 #: final text the top 5, the PDQ-8 ranking its top 5 (engine.cohort_stats.render_cohort_facts)
@@ -263,15 +263,7 @@ def compute_cohort_table(
     long: pd.DataFrame, query: str, instruments: Sequence[str], statistic: str = ""
 ) -> dict[str, Any]:
     """`compute_cohort` over the long frame of `cohort_frame`: same keys, same values."""
-    from engine.cohort_stats import (
-        CHANGE_STATS,
-        STAT_LABELS,
-        _change_ranking,
-        _ranked,
-        _slope_ranking,
-        _what,
-        choose_statistic,
-    )
+    from engine.cohort_stats import rank_cohort
 
     pat_all = long["patient"].to_numpy()
     patients = np.unique(pat_all).tolist()
@@ -384,54 +376,19 @@ def compute_cohort_table(
             out[g_pat[i]] = list(zip(v_l[s0:s1], d_l[s0:s1], y_l[s0:s1], strict=True))
         return out
 
-    # from here on the same rules as compute_cohort, with its own ranking functions
-    flag = statistic
-    statistic, domain = choose_statistic(query, instruments, flag)
-    if domain not in domain_stats:
-        fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)
-        if fallback is None:
-            raise ValueError("cohort analysis needs at least one scored domain in the fact table")
-        notes.append(
-            f"No {DOMAIN_WORDS.get(domain, domain)} scores in the selection; using {fallback}."
-        )
-        domain = fallback
-
-    if statistic in ("maximum", "minimum", "mean"):
-        ranking = _ranked(latest_rows(domain), "value", descending=statistic != "minimum")
-        top = (
-            {"patient": None, "value": domain_stats[domain]["mean"]}
-            if statistic == "mean"
-            else ranking[0]
-        )
-    elif statistic in CHANGE_STATS:
-        ranking = _change_ranking(statistic, points_of(domain))
-        top = ranking[0]
-    else:
-        ranking = _slope_ranking(statistic, domain, slopes)
-        top = ranking[0]
-    ties = [r["patient"] for r in ranking if r["rank"] == 1] if top["patient"] is not None else []
-    out: dict[str, Any] = {
-        "statistic": statistic,
-        "statistic_flag": flag or None,
-        "first_visit": top.get("first_visit"),
-        "last_visit": top.get("last_visit"),
-        "domain": domain,
-        "label": STAT_LABELS[statistic].format(what=_what(domain)),
-        "patient": top["patient"],
-        "value": top["value"],
-        "visit": top.get("visit"),
-        "ties": ties if len(ties) > 1 else [],
-        "ranking": ranking,
-        "n_patients": len(patients),
-        "domain_stats": domain_stats,
-        "slopes": slopes,
-        "notes": notes,
-    }
-    if domain != "qol" and "qol" in domain_stats:
-        out["pdq8_ranking"] = _ranked(
-            latest_rows("qol"), "value", descending=statistic != "minimum"
-        )
-    return out
+    return rank_cohort(
+        query,
+        instruments,
+        statistic,
+        domains=domains,
+        domain_stats=domain_stats,
+        slopes=slopes,
+        notes=notes,
+        latest_rows=latest_rows,
+        points_of=points_of,
+        n_patients=len(patients),
+        has_qol="qol" in domain_stats,
+    )
 
 
 def answer_scope(cohort: dict[str, Any]) -> list[int]:

@@ -19,21 +19,55 @@ WORD_ORDINALS: dict[str, int] = {
     "ninth": 9,
     "tenth": 10,
 }
+#: spelled-out ordinals a ranking may use beyond the tenth ("ranked eleventh")
+RANK_ORDINALS: dict[str, int] = {**WORD_ORDINALS, "eleventh": 11, "twelfth": 12}
+#: spelled-out cardinals from zero to nineteen (index = value) and the tens
+UNIT_WORDS: tuple[str, ...] = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
+TENS_WORDS: tuple[str, ...] = (
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+)
 #: spelled-out cardinals ("three visits") and the ordinals
 WORD_NUMBERS: dict[str, int] = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
+    **{w: i for i, w in enumerate(UNIT_WORDS[1:11], start=1)},
     **WORD_ORDINALS,
 }
 #: a regular expression for any month name of MONTHS, with an optional trailing dot
 MONTH_PATTERN = "(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 
-__all__ = ["MONTHS", "MONTH_PATTERN", "WORD_NUMBERS", "WORD_ORDINALS"]
+__all__ = [
+    "MONTHS",
+    "MONTH_PATTERN",
+    "RANK_ORDINALS",
+    "TENS_WORDS",
+    "UNIT_WORDS",
+    "WORD_NUMBERS",
+    "WORD_ORDINALS",
+]

@@ -12,43 +12,11 @@ import re
 
 from text_to_num import text2num
 
-UNITS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-ORDINALS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
-    "eleventh": 11,
-    "twelfth": 12,
-}
+from engine.vocabulary import RANK_ORDINALS, TENS_WORDS, UNIT_WORDS
+
+UNITS = UNIT_WORDS
+TENS = TENS_WORDS
+ORDINALS = RANK_ORDINALS
 _CARD = (
     r"(?:(?:"
     + "|".join(TENS)
