@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from engine.config import CPU_MAX_NEW_TOKENS, PAPER_MAX_NEW_TOKENS, Config
+from engine.config import (
+    CPU_GROUNDING_ROUNDS,
+    CPU_MAX_NEW_TOKENS,
+    PAPER_GROUNDING_ROUNDS,
+    PAPER_MAX_NEW_TOKENS,
+    Config,
+)
 
 
 def test_cpu_local_gets_the_small_budget_gpu_and_servers_the_papers():
@@ -24,6 +30,29 @@ def test_explicit_budget_wins_over_the_device_default():
     assert (
         Config.load({"max_new_tokens": 300, "llm": "local", "device": "cpu"}, env={}).max_new_tokens
         == 300
+    )
+
+
+def test_cpu_local_skips_regeneration_gpu_and_servers_keep_the_rounds():
+    assert CPU_GROUNDING_ROUNDS == 0 < PAPER_GROUNDING_ROUNDS
+    cpu = Config.load({"llm": "local", "device": "cpu"}, env={})
+    assert cpu.grounding_rounds == CPU_GROUNDING_ROUNDS
+    cuda = Config.load({"llm": "local", "device": "cuda"}, env={})
+    assert cuda.grounding_rounds == PAPER_GROUNDING_ROUNDS
+    openai = Config.load({"llm": "openai", "openai_base_url": "http://127.0.0.1:9/v1"}, env={})
+    assert openai.grounding_rounds == PAPER_GROUNDING_ROUNDS
+    # resolved for the final backend, not for the facts default the object starts from
+    assert Config.load({}, env={"MARAG_LLM": "local", "MARAG_DEVICE": "cpu"}).grounding_rounds == 0
+
+
+def test_explicit_rounds_win_over_the_device_default():
+    env = {"MARAG_LLM": "local", "MARAG_DEVICE": "cpu", "MARAG_GROUNDING_ROUNDS": "3"}
+    assert Config.load({}, env=env).grounding_rounds == 3
+    assert (
+        Config.load(
+            {"grounding_rounds": 1, "llm": "local", "device": "cpu"}, env={}
+        ).grounding_rounds
+        == 1
     )
 
 
