@@ -52,6 +52,7 @@ def check_against_result(
         agent="final",
         flags=result.flags,
         cohort=result.cohort,
+        analysis=result.plan.analysis,
         phrases=context_phrases(contexts),
         coverage_min=coverage_min,
     )

@@ -79,9 +79,18 @@ def excluded_values(rows: Sequence[Mapping[str, Any]]) -> list[FactValue]:
 
 
 def all_red_flags(rows: list[dict], findings: Mapping[int, Findings]) -> list[dict]:
-    """Threshold red flags plus new-onset rows, in patient, visit, item order."""
+    """Threshold red flags plus new-onset rows, in patient, visit, item order. Each row says
+    whether it is `current`: the row of a current flag group at that group's latest assessment
+    (what the summary lists as a current red flag; computed here once, read by the checks)."""
     extra = [r for fd in findings.values() for r in fd.new_onset]
-    return sorted([*rows, *extra], key=lambda r: (r["patient"], r["visit"], r["item"]))
+    current = {
+        (p, g.item, g.visits[-1])
+        for p, fd in findings.items()
+        for g in fd.flags
+        if g.current and g.visits
+    }
+    out = sorted([*rows, *extra], key=lambda r: (r["patient"], r["visit"], r["item"]))
+    return [{**r, "current": (r["patient"], r["item"], r["visit"]) in current} for r in out]
 
 
 def readable_trajectory(st: Any, ctx: Contexts) -> str:

@@ -18,14 +18,12 @@ dashboard share one computation:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from engine.bands import band_of, course_rules
 from engine.contexts import Contexts
 from engine.course import classify, slope_of
 from engine.types import Change, Fact, FactValue
@@ -33,18 +31,6 @@ from kb_store.profiles import DOMAINS, UPDRS_DOMAINS
 
 UPDRS_PARTS = UPDRS_DOMAINS
 ROUND_TOL = 0.005
-
-
-@cache
-def course_rules(contexts_dir: str) -> dict[str, Any]:
-    """The `course` and `findings` sections of contexts/thresholds.json (validated here)."""
-    raw = json.loads((Path(contexts_dir) / "thresholds.json").read_text(encoding="utf-8"))
-    for key in ("course", "findings"):
-        if key not in raw or not isinstance(raw[key], dict):
-            from engine.contexts import ContextError
-
-            raise ContextError(f"{contexts_dir}/thresholds.json: missing object {key!r}")
-    return {"course": raw["course"], "findings": raw["findings"]}
 
 
 @dataclass(frozen=True)
@@ -101,26 +87,6 @@ class InstrumentCourse:
         on every item after a non-zero course): it asserts neither absence nor resolution."""
         dc = self.domains.get(domain)
         return visit in self.zero_sessions or (dc is not None and visit in dc.zero_suspect)
-
-
-def band_of(ctx: Contexts, rules: dict[str, Any], profile: str, domain: str, score: float):
-    """(band word, basis) from the published cut-offs, else this profile's reference bands.
-    A score of 0 (every item 0, anchor "normal") is `course.zero_level`, never the bottom band
-    ("mild"); a 0 that is possibly missing data gets no band at all (see _mark_zeros)."""
-    zero = rules["course"].get("zero_level")
-    ref = rules["course"].get("reference_bands", {}).get(profile, {}).get(domain)
-    has_bands = bool(ctx.severity.get(profile, {}).get(domain)) or bool(ref)
-    if score == 0 and zero and has_bands:  # a domain without bands (PDQ-8) gets no word
-        return zero["level"], zero.get("basis", "anchor")
-    lvl = ctx.severity_of(profile, domain, score)
-    if lvl:
-        return lvl, "published"
-    if not ref:
-        return None, ""
-    for b in ref["bands"]:
-        if score >= b["min"] and (b["max"] is None or score <= b["max"]):
-            return b["level"], ref.get("basis", "reference")
-    return None, ""
 
 
 def _domain_course(

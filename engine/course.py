@@ -15,6 +15,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
+from engine.bands import band_of, course_rules
 from engine.contexts import Contexts, Mcid
 from engine.types import Change, Fact, SeriesRow, Slope
 from kb_store.documents import fmt_num
@@ -87,7 +88,7 @@ def series(facts: Iterable[Fact], ctx: Contexts) -> Series:
                     f.profile,
                     f.score,
                     f.missing,
-                    ctx.severity_of(f.profile, f.domain, f.score),
+                    _band(ctx, f.profile, f.domain, f.score),
                     prev.visit if prev and delta else None,
                     delta,
                     ref.visit if ref else f.visit,
@@ -100,6 +101,15 @@ def series(facts: Iterable[Fact], ctx: Contexts) -> Series:
                 prev = f
         out[key] = rows
     return out
+
+
+def _band(ctx: Contexts, profile: str, domain: str, score: float | None) -> str | None:
+    """The band word of one session's score from the published cut-offs, with the course's zero
+    level (engine.bands: a 0 is "normal" here as in the course sentence, never "mild")."""
+    if score is None:
+        return None
+    rules = course_rules(str(ctx.directory))
+    return band_of(ctx, rules, profile, domain, score, reference=False)[0]
 
 
 def score_phrase(r: SeriesRow) -> str:

@@ -199,11 +199,14 @@ def parse_query(query: str) -> Plan:
 
 def check_patients(plan: Plan, known: Sequence[int]) -> Plan:
     """Raise UnknownPatientError when the plan names ids absent from the KB."""
-    known_set = set(int(k) for k in known)
-    bad = [p for p in plan.patients if p not in known_set]
+    if not plan.patients:
+        return plan  # every patient: nothing to look up
+    missing = set(plan.patients).difference(map(int, known))  # one pass in C, not a Python loop
+    bad = [p for p in plan.patients if p in missing]
     if bad:
+        valid = format_ids(sorted(set(map(int, known))))
         raise UnknownPatientError(
-            f"unknown patient id(s) {', '.join(map(str, bad))}; valid ids: {format_ids(sorted(known_set))}"
+            f"unknown patient id(s) {', '.join(map(str, bad))}; valid ids: {valid}"
         )
     return plan
 

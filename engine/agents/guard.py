@@ -42,6 +42,7 @@ class Generation:
         self.ctx = ctx
         self.guard = state.guard
         self.plan_patients = state.plan.patients
+        self.analysis = state.plan.analysis
         self._source = state.ledger if ledger is None else ledger
         self.ledger = list(self._source)
         self.llm_calls = state.llm_calls
@@ -110,6 +111,7 @@ class Generation:
             cohort=self.cohort,
             phrases=context_phrases(self.ctx.contexts),
             coverage_min=self.ctx.cfg.coverage_min,
+            analysis=self.analysis,
         )
         if self.ctx.llm is None or not self.guard:
             # facts backend / unguarded baseline: measure the text, never replace it
@@ -121,6 +123,7 @@ class Generation:
                 max_rounds=0,
                 plan_patients=self.plan_patients,
                 statements=spec,
+                repair=False,  # released as written: the record must describe this very text
             )
             rec = dict(res.record)
             rec["fallback_used"] = False

@@ -143,6 +143,7 @@ def statement_metrics(
     flags: dict[str, Any] | None = None,
     cohort: dict[str, Any] | None = None,
     phrases: Sequence[str] = (),
+    analysis: str | None = None,
 ) -> dict[str, Any]:
     """Issue 12: the unsupported-sentence rate of a summary and its coverage of the final
     summary's key facts (each domain's change label, the current flags, the cohort finding)."""
@@ -156,6 +157,7 @@ def statement_metrics(
         flags=flags,
         cohort=cohort,
         phrases=phrases,
+        analysis=analysis,
     )
     return {
         "unsupported_sentence_rate": rec["unsupported_sentence_rate"],
@@ -191,6 +193,7 @@ def run_eval(
             "flags": product.flags,
             "cohort": product.cohort,
             "phrases": context_phrases(eng.contexts),
+            "analysis": product.plan.analysis,
         }
         runs: dict[str, tuple[str, int, float, dict[str, Any]]] = {}
         if "product" in systems:

@@ -5,8 +5,8 @@ Key facts, from the ledger and the run's flags:
 - a domain agent (motor, adl, nonmotor, qol): for each patient with a score in the domain, the
   first selected score ("baseline"), the latest score and, with two or more visits, the change label
   (the change from the first to the latest visit);
-- the final agent: for each patient and domain, the change label (with one selected visit: the
-  score), and every current flag (each red-flag item and each incongruence);
+- the final agent: for each patient and domain, the change label (with one selected visit, or in
+  a single-session analysis: the score of each selected session), and every current flag (each red-flag item and each incongruence);
 - the final agent of a cohort plan: the finding (the rank-1 patient named, or the cohort value);
 - comparison and cohort agents: none here (their numbers are checked claim by claim).
 
@@ -101,8 +101,11 @@ def key_facts(
     ledger: Sequence[FactValue] | LedgerIndex,
     flags: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     cohort: Mapping[str, Any] | None = None,
+    analysis: str | None = None,
 ) -> list[KeyFact]:
-    """The key facts an agent's text must state (see the module docstring)."""
+    """The key facts an agent's text must state (see the module docstring). A single-session
+    analysis describes sessions, not change: its final text states each selected session's
+    domain scores instead of the change labels."""
     view = ledger.view if isinstance(ledger, LedgerIndex) else FactsView(ledger)
     out: list[KeyFact] = []
     if agent in DOMAIN_AGENTS:
@@ -128,8 +131,8 @@ def key_facts(
             if d not in DOMAIN_AGENTS or not series:
                 continue
             vs = sorted(series)
-            if len(vs) == 1:
-                out.append(KeyFact("score", p, d, vs[0], float(series[vs[0]].value)))
+            if len(vs) == 1 or analysis == "single_session":
+                out += [KeyFact("score", p, d, v, float(series[v].value)) for v in vs]
             else:
                 ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
                 out.append(
@@ -140,7 +143,9 @@ def key_facts(
             for p in view.patients
         }
         for r in (flags or {}).get("red_flags", []):
-            if r["visit"] != latest.get(r["patient"]):
+            # the engine marks current flags (each instrument's latest assessment); rows without
+            # the mark (older results): the patient's latest visit
+            if not r.get("current", r["visit"] == latest.get(r["patient"])):
                 continue  # a flag of an earlier visit is history, not a current flag
             out.append(
                 KeyFact(

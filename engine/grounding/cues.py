@@ -67,13 +67,12 @@ class _Taken:
     """Character positions already claimed by a cue: the first pattern to match a span wins."""
 
     def __init__(self, n: int):
-        self.flags = [False] * n
+        self.flags = bytearray(n)
 
     def mark(self, a: int, b: int) -> bool:
-        if any(self.flags[a:b]):
+        if self.flags.find(1, a, b) >= 0:
             return False
-        for i in range(a, b):
-            self.flags[i] = True
+        self.flags[a:b] = b"\x01" * (b - a)
         return True
 
 
@@ -176,7 +175,7 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
     for (pat, codes, doms), words in zip(item_vocabulary(), item_literals(), strict=True):
         if low is not None and not all(w in low for w in words):
             continue
-        for m in pat.finditer(text):
+        for m in _item_matches(pat, text, low, words):
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "item", (codes, doms, m.group())))
     for pat, dom in DOMAIN_RE:
@@ -186,6 +185,26 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
     return cues
 
 
+def _item_matches(
+    pat: re.Pattern[str], text: str, low: str | None, words: tuple[str, ...]
+) -> list[re.Match[str]]:
+    """The matches `pat.finditer(text)` yields, found faster in a long ASCII text: every match of
+    an item phrase starts with the phrase's first word (words[0], lower-cased), so the pattern is
+    tried only where that word occurs (lookbehinds still see the text before), left to right,
+    without overlaps, exactly as finditer scans."""
+    if low is None or not words or not pat.pattern.startswith(_ITEM_PREFIX + re.escape(words[0])):
+        return list(pat.finditer(text))
+    out, pos, first = [], 0, words[0]
+    i = low.find(first)
+    while i >= 0:
+        if i >= pos and (m := pat.match(text, i)) is not None:
+            out.append(m)
+            pos = m.end()
+        i = low.find(first, i + 1)
+    return out
+
+
+_ITEM_PREFIX = r"(?<![\w-])"
 _PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
 
 

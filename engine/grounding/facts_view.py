@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.grounding.lexicon import assertions
 from engine.types import FactValue
 
 
@@ -64,6 +65,10 @@ class FactsView:
         return "stable"
 
     def band(self, domain: str, value: float) -> str | None:
+        """The band word of a domain score: 0 on a banded scale is the zero level ("normal": every
+        item at its normal anchor, as the engine's course rules say), else the band it falls in."""
+        if value == 0 and self.bands.get(domain):
+            return str(assertions()["domain_zero_level"]["level"])
         for level, lo, hi in self.bands.get(domain, []):
             # bands are stored by their finite bounds; the open top band has lo == hi
             if lo == hi and value >= lo or lo <= value <= hi:

@@ -141,6 +141,7 @@ def guard_text(
     max_rounds: int = 2,
     plan_patients: Sequence[int] = (),
     statements: StatementSpec | None = None,
+    repair: bool = True,
 ) -> GuardResult:
     """Return text whose numbers all hold, with the verification record for it.
 
@@ -152,14 +153,15 @@ def guard_text(
     must state its key facts: an unsupported sentence is first *repaired* (removed, or replaced by
     the facts text's sentence about the same patient and domain); the repaired text is released
     when it passes, otherwise critique and regenerate, then the facts text. `record["released"]`
-    says which: as_written | repaired | regenerated | replaced."""
+    says which: as_written | repaired | regenerated | replaced. `repair=False` measures a text that
+    is released as it is (the facts backend's own text): its record is that text's, unrepaired."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rounds = 0
     rec = _check_all(text, idx, plan_patients, statements)
     history = [_brief(rec)]
     released = "as_written"
     repairs: list[dict[str, Any]] = []
-    if not _passed(rec):
+    if not _passed(rec) and repair:
         text, rec, released = _try_repair(
             text, rec, idx, plan_patients, statements, fallback, repairs
         )
@@ -215,6 +217,7 @@ class StatementSpec:
     cohort: Mapping[str, Any] | None = None
     phrases: tuple[str, ...] = ()
     coverage_min: float = 1.0
+    analysis: str | None = None  # the plan's analysis type (a single session states scores)
 
 
 def _check_all(
@@ -231,6 +234,7 @@ def _check_all(
             phrases=spec.phrases,
             coverage_min=spec.coverage_min,
             cohort=spec.cohort,
+            analysis=spec.analysis,
         )
         rec["statements"] = st
         rec["coverage"] = st["coverage"]

@@ -36,6 +36,21 @@ DATE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?<![\w.])(?P<m>\d{1,2})/(?P<y>(?:19|20)\d\d)(?![\w])"),
 )
 
+#: What a text must contain for each DATE_PATTERNS entry to match it, in its order (a cheap
+#: pre-test that skips a scan which cannot match: the slash forms need "/", the month-name forms
+#: a month name).
+_MONTH_WORD = re.compile(rf"(?<![\w]){_MON}", re.I)
+_DATE_NEEDS: tuple[re.Pattern[str] | str | None, ...] = (
+    None,
+    "/",
+    ".",
+    _MONTH_WORD,
+    _MONTH_WORD,
+    _MONTH_WORD,
+    None,
+    "/",
+)
+
 #: Names that contain digits but are not numbers.
 NOT_NUMBERS = re.compile(
     r"\bPDQ[-\s]?(?:8|39)\b|\bMDS-UPDRS\b|\ball-MiniLM-L6-v2\b|\bSmolLM2[-\w.]*|\bMiniLM\b"
@@ -77,20 +92,21 @@ def extract_numbers(text: str) -> list[NumberToken]:
 @memoised
 def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
     text = normalise(text)
-    taken = [False] * len(text)
+    taken = bytearray(len(text))  # 1 = claimed by a name or a date
     out: list[NumberToken] = []
     for m in NOT_NUMBERS.finditer(text):
-        for i in range(m.start(), m.end()):
-            taken[i] = True
-    for pat in DATE_PATTERNS:
+        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+    month = _MONTH_WORD.search(text) is not None
+    for pat, needs in zip(DATE_PATTERNS, _DATE_NEEDS, strict=True):
+        if (isinstance(needs, str) and needs not in text) or (needs is _MONTH_WORD and not month):
+            continue
         for m in pat.finditer(text):
-            if any(taken[m.start() : m.end()]):
+            if taken.find(1, m.start(), m.end()) >= 0:
                 continue
             iso = _iso(m)
             if iso is None:
                 continue
-            for i in range(m.start(), m.end()):
-                taken[i] = True
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
             out.append(
                 NumberToken(
                     m.group(),
@@ -102,7 +118,7 @@ def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
                 )
             )
     for m in NUMBER_RE.finditer(text):
-        if any(taken[m.start() : m.end()]):
+        if taken.find(1, m.start(), m.end()) >= 0:
             continue
         num = m.group("num")
         sign = m.group("sign")

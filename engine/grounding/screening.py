@@ -118,7 +118,8 @@ def screen(
                 {"rule": rule, "message": message, "span": [m.start(), m.end()], "text": m.group()}
             )
     in_plan = set(plan.patients) if plan is not None else set()
-    known = set(int(p) for p in known_patients)
+    # the known ids matter only for a plan naming no patient (a set of 10,000 costs a millisecond)
+    known = set() if in_plan else set(int(p) for p in known_patients)
     for m in PATIENT_CUE.finditer(text):
         ids = [int(x) for x in re.findall(r"\d+", m.group())]
         for pid in ids:

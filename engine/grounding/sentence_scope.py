@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.grounding.cues import Cue as _Cue
@@ -28,6 +28,11 @@ class _SentenceCtx:
     paragraph: int
     cues: list[_Cue]
     all_cues: list[_Cue]
+    #: the sentence's domain and item cues, in text order
+    subject_cues: list[_Cue] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.subject_cues = [c for c in self.cues if c.kind in ("domain", "item")]
 
     def clause(self, pos: int) -> tuple[int, int]:
         a, b = self.s0, self.s1
@@ -70,15 +75,16 @@ def _subjects(
         codes, _doms, phrase = c.value
         return (None, codes, phrase)
 
-    found = [subj(c) for c in ctx.cues if a <= c.start < b and c.kind in ("domain", "item")]
+    subjects = ctx.subject_cues
+    found = [subj(c) for c in subjects if a <= c.start < b]
     if found:
         return found
     if ALL_DOMAINS.search(ctx.text, ctx.s0, ctx.s1):
         return [(d, None, d) for d in DOMAINS]
-    before = [c for c in ctx.cues if c.start < pos and c.kind in ("domain", "item")]
+    before = [c for c in subjects if c.start < pos]
     if before:
         return [subj(before[-1])]
-    after = [c for c in ctx.cues if c.start >= pos and c.kind in ("domain", "item")]
+    after = [c for c in subjects if c.start >= pos]
     return [subj(after[0])] if after else []
 
 
@@ -139,6 +145,16 @@ def _span(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> tuple
         prev = [x for x in visits if x < ats[0]]
         return (prev[-1] if prev else ats[0]), ats[0]
     return visits[0], visits[-1]
+
+
+def _listed_visits(ctx: _SentenceCtx, a: int, b: int) -> list[int]:
+    """The visits of a list cue in the clause [a, b) ("severe at visits 2 and 3"): a word
+    scoped by such a list holds at each of them. Empty when the clause names no list."""
+    cues, _ = _visits_in(ctx, a, b)
+    for k, v, _t in reversed(cues):
+        if k == "visit" and isinstance(v, list):
+            return [int(x) for x in v]
+    return []
 
 
 def _at_visit(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> int | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from engine.grounding.claim import Claim
@@ -151,8 +152,15 @@ def _homographs(text: str) -> str:
 
 def _masked_spans(text: str, cues: list[_Cue], phrases: Sequence[str]) -> list[tuple[int, int]]:
     spans = [(c.start, c.end) for c in cues if c.kind in ("item", "domain")]
+    low = text.lower() if text.isascii() else None
     for p in [*phrases, *assertions()["facts_text_phrases"]["phrases"]]:
-        if p:
-            for m in re.finditer(re.escape(p), text, re.I):
-                spans.append((m.start(), m.end()))
+        if not p or (low is not None and p.isascii() and p.lower() not in low):
+            continue  # an ASCII phrase absent from the lower-cased ASCII text cannot match
+        for m in _phrase_re(p).finditer(text):
+            spans.append((m.start(), m.end()))
     return spans
+
+
+@lru_cache(maxsize=1024)
+def _phrase_re(phrase: str) -> re.Pattern[str]:
+    return re.compile(re.escape(phrase), re.I)

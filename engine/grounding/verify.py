@@ -19,6 +19,8 @@ from engine.grounding.statements import check_statements
 from engine.types import FactValue
 
 NO_CURRENT_FLAG = re.compile(r"\bno red flag is current\b", re.I)
+#: "current red flags (walking and balance, problems with concentration (cognition))"
+CURRENT_FLAG_LIST = re.compile(r"\bcurrent red flags \(((?:[^()]|\([^()]*\))*)\)", re.I)
 PATIENT = re.compile(r"\b(?:patient|proj id)\s+(\d+)\b", re.I)
 
 
@@ -41,14 +43,17 @@ def verify_text(
     phrases: Sequence[str] = (),
     coverage_min: float = 1.0,
     cohort: Mapping[str, Any] | None = None,
+    analysis: str | None = None,
 ) -> dict[str, Any]:
     """The statement record of one text: sentence verdicts, coverage of the agent's key facts
     (none when `agent` is None: `marag check` on a free text uses the final agent's), and passed.
     A prebuilt `LedgerIndex` may be passed (the guard's: the index is built once per node)."""
     rep = check_statements(text, ledger, plan_patients, masked_phrases=phrases)
-    kf = key_facts(agent, ledger, flags, cohort) if agent else []
+    kf = key_facts(agent, ledger, flags, cohort, analysis) if agent else []
     if flags is not None:
-        _check_no_current_flag(rep, key_facts("final", ledger, flags, None))
+        final_facts = key_facts("final", ledger, flags, None)
+        _check_no_current_flag(rep, final_facts)
+        _check_current_flag_list(rep, final_facts)
     single = agent if agent in DOMAIN_AGENTS else None
     cov = coverage(rep, kf, plan_patients, single_domain=single)
     n = len(rep.sentences)
@@ -84,3 +89,31 @@ def _check_no_current_flag(rep, final_facts) -> None:
                 + ", ".join(f"{k.item} (patient {k.patient}, visit {k.visit})" for k in hits)
             )
             s.categories.append("presence")
+
+
+def _check_current_flag_list(rep, final_facts) -> None:
+    """ "current red flags (A, B)" (the facts text's To-monitor list, a listed form) holds only
+    when every item it names is a current red flag (a red flag at the latest visit) of the
+    patient the sentence is about (the last patient named before it, else any patient)."""
+    from engine.grounding.cues import find_cues
+
+    cues = [c for c in find_cues(rep.text) if c.kind == "item"]
+    for s in rep.sentences:
+        for m in CURRENT_FLAG_LIST.finditer(rep.text, s.span[0], s.span[1]):
+            named = PATIENT.findall(rep.text, 0, s.span[0])
+            current = {
+                k.item
+                for k in final_facts
+                if k.kind == "red_flag" and (not named or k.patient == int(named[-1]))
+            }
+            for c in cues:
+                if not m.start(1) <= c.start < m.end(1):
+                    continue
+                codes, _doms, phrase = c.value
+                if codes and not set(codes) & current:
+                    s.status = "unsupported"
+                    s.reasons.append(
+                        f"'current red flags ({phrase})': {phrase} is not a current red flag"
+                        + (f" (current: {', '.join(sorted(current))})" if current else "")
+                    )
+                    s.categories.append("presence")

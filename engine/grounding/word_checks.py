@@ -20,6 +20,7 @@ from engine.grounding.lexicon import (
 from engine.grounding.sentence_scope import (
     DOMAINS,
     _at_visit,
+    _listed_visits,
     _resolve_visit,
     _SentenceCtx,
     _span,
@@ -370,42 +371,58 @@ def _severity_group(group, ctx, view, v, m, word, ca, cb) -> int:
             if items is not None:
                 _fail(v, "severity", f"'{m.group(1)}' for '{phrase}': no such item in the facts")
             continue
-        at = visit if visit is not None and visit in series else _at_visit(ctx, ca, cb, series)
-        f = series.get(at) if at is not None else None
-        if f is None:
-            _fail(v, "severity", f"'{m.group(1)}' ({what}, patient {p}): no value at visit {at}")
+        if visit is not None and visit in series:
+            ats: list[int | None] = [visit]
+        else:  # "severe at visits 2 and 3": the word holds at each listed visit
+            ats = list(_listed_visits(ctx, ca, cb)) or [_at_visit(ctx, ca, cb, series)]
+        missing = next((at for at in ats if at is None or at not in series), "none")
+        if missing != "none":
+            _fail(
+                v, "severity", f"'{m.group(1)}' ({what}, patient {p}): no value at visit {missing}"
+            )
             continue
-        val = float(f.value)
+        rated = [(at, series[at]) for at in ats if at is not None]
         if items:
-            scale = pdq_words if (f.domain == "qol") else updrs_words
+            scale = pdq_words if (rated[0][1].domain == "qol") else updrs_words
             if word not in scale:
                 _fail(v, "severity", f"'{m.group(1)}' is not a rating of the {what} scale")
                 continue
-            expect = scale[word]
-            ok = val == expect or (word.startswith("marked") and val >= 3)
-            desc = f"{what} is {_num(val)} at visit {at}"
-        else:
-            if word not in dom_words:
-                _fail(v, "severity", f"'{m.group(1)}' is not a domain severity level")
-                continue
-            level = view.band(dom, val) if dom else None
-            if not view.bands.get(dom or ""):
-                _fail(
-                    v,
-                    "severity",
-                    f"'{m.group(1)}' ({dom}, patient {p}): no published severity cut-offs "
-                    "apply to this scale",
-                )
-                continue
-            ok = level is not None and word.startswith(level)
-            desc = f"{dom} {_num(val)} at visit {at} is {level or 'outside every band'}"
-        if ok:
-            v.facts.append(_assertion("severity", m.group(1), p, series, (at, at), [f], view))
+        elif word not in dom_words:
+            _fail(v, "severity", f"'{m.group(1)}' is not a domain severity level")
+            continue
+        elif not view.bands.get(dom or ""):
+            _fail(
+                v,
+                "severity",
+                f"'{m.group(1)}' ({dom}, patient {p}): no published severity cut-offs "
+                "apply to this scale",
+            )
+            continue
+        wrong = [d for at, f in rated if (d := _severity_miss(word, f, at, items, dom, what, view))]
+        if not wrong:
+            span = (rated[0][0], rated[-1][0])
+            facts = [f for _at, f in rated]
+            v.facts.append(_assertion("severity", m.group(1), p, series, span, facts, view))
             return 1
-        fails.append(f"'{m.group(1)}' ({what}, patient {p}): {desc}")
+        fails.append(f"'{m.group(1)}' ({what}, patient {p}): {wrong[0]}")
     if fails:
         _fail(v, "severity", fails[0])
     return 0
+
+
+def _severity_miss(word, f, at, items, dom, what, view) -> str | None:
+    """Why `word` does not rate the value `f` at visit `at` (None when it does): an item's
+    anchor, or a domain score's published band."""
+    updrs_words, pdq_words, _dom_words = severity_words()
+    val = float(f.value)
+    if items:
+        expect = (pdq_words if f.domain == "qol" else updrs_words)[word]
+        ok = val == expect or (word.startswith("marked") and val >= 3)
+        return None if ok else f"{what} is {_num(val)} at visit {at}"
+    level = view.band(dom, val) if dom else None
+    if level is not None and word.startswith(level):
+        return None
+    return f"{dom} {_num(val)} at visit {at} is {level or 'outside every band'}"
 
 
 # ---------------------------------------------------------------- presence
