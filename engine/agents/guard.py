@@ -128,6 +128,7 @@ class Generation:
             rec = dict(res.record)
             rec["fallback_used"] = False
             rec["guarded"] = False
+            rec["released"] = "as_written"
             self.records[agent] = rec  # type: ignore[assignment]
             return text
 

@@ -23,6 +23,15 @@ TEXTS = [
     "Postural stability declined; arising from chair and finger-tapping scores fluctuated.",
     "The fee was 30 usd at the clinic. Dr. Smith, Pharmacare Ltd, advised physical activity.",
     "Non-ASCII text: the café patient’s gait – worse; Levodopa ſtarted; KINETIC tremor.",
+    # a long facts-text paragraph: many item names, repeated first words, hyphens, line breaks
+    "At visit 4, the latest assessment, items rated moderate or worse. Motor: facial expression "
+    "severe (4); global spontaneity of movement (body bradykinesia) severe (4); kinetic tremor, "
+    "left hand severe (4); posture severe (4); rest tremor amplitude, left arm severe (4); rest "
+    "tremor amplitude, right arm severe (4); toe tapping, left foot severe (4); toe-tapping "
+    "right foot (3); finger tapping, right hand moderate (3); hand movements, left\nhand moderate "
+    "(3). ADL: eating tasks moderate (3); handwriting moderate (3). Red flag (current): walking "
+    "and balance at or above 2 at visits 1, 2 and 4 (falls and injury); freezing of gait; "
+    "Freezing Of Gait; rest-tremor; tremor tremor; rigidity of the neck, rigidity - neck.",
 ]
 
 
@@ -85,3 +94,35 @@ def test_memo_lives_for_one_run_block():
         f("a")
         assert cached("k", lambda: 3) == 3
     assert calls == ["a", "a", "a", "b", "a"]
+
+
+def test_item_matches_at_first_word_positions_equal_the_full_scan():
+    """cues._item_matches (the pattern tried only where its first word occurs) yields what
+    pattern.finditer yields, for every item pattern, on every text and its case variants."""
+    from engine.grounding.vocabulary import item_literals
+
+    texts = TEXTS + [t.upper() for t in TEXTS] + [t.title() for t in TEXTS]
+    n = 0
+    for text in texts:
+        low = text.lower() if text.isascii() else None
+        for (pat, _c, _d), words in zip(item_vocabulary(), item_literals(), strict=True):
+            fast = [m.span() for m in cues_mod._item_matches(pat, text, low, words)]
+            assert fast == [m.span() for m in pat.finditer(text)], (pat.pattern, text[:60])
+            n += len(fast)
+    assert n >= 40
+
+
+def test_date_pre_tests_change_no_token(monkeypatch):
+    """The date scans skipped for want of '/', '.' or a month name find nothing anyway."""
+    from engine.grounding import numbers
+
+    texts = TEXTS + [
+        "Seen on 2021-03-15, 15/03/2021, 03/2021, 15.03.2021, March 15, 2021 and 15 March 2021.",
+        "Sept. 2020 to Jan 2021; 2020/11; visits in may 2021 (May 2021); 1 Feb. 2022 at 09:30.",
+        "Motor 12.5 (+2.5) on 2021-02-27; 40.62 SI; 3rd visit; 25 %; 1999 and 2031.",
+    ]
+    with_pre = [numbers._extract_numbers(t) for t in texts]
+    nones = tuple(None for _ in numbers._DATE_NEEDS)
+    monkeypatch.setattr(numbers, "_DATE_NEEDS", nones)
+    assert [numbers._extract_numbers(t) for t in texts] == with_pre
+    assert sum(t.kind == "date" for ts in with_pre for t in ts) >= 12
