@@ -263,9 +263,50 @@ def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
                         "ranking_rows": len(res.cohort["ranking"]),
                     }
                 )
+        out.setdefault("spread", []).extend(spread_bench(n, eng, ids, repeat))
         out["page"].append(page_bench(n, kb, eng, df, repeat))
         out.setdefault("load_ms", {})[n] = load_ms
     return out
+
+
+def spread_bench(n: int, eng, ids: list[int], repeat: int, sample: int = 20) -> list[dict]:
+    """Single-patient questions over a spread of patients, not one: the engine time follows the
+    length of the summary (a patient with many severe items and red flags has a longer text to
+    check), so the fixed patient of the main table may sit anywhere in the distribution."""
+    from engine.types import Plan
+
+    step = max(1, len(ids) // sample)
+    picks = ids[::step][:sample]
+    rows = []
+    for name, make in (
+        ("trajectory (1 patient)", lambda i, p: Plan((p,), "trajectory")),
+        (
+            "comparison (2 patients)",
+            lambda i, p: Plan((p, picks[(i + 1) % len(picks)]), "comparison"),
+        ),
+    ):
+        per, cpu, chars = [], [], []
+        for i, p in enumerate(picks):
+            ems, ecpu, _nodes, res = _engine_ms(eng, make(i, p), repeat)
+            per.append(ems)
+            cpu.append(ecpu)
+            chars.append(len(res.summary))
+        row = {
+            "patients": n,
+            "case": name,
+            "sampled": len(picks),
+            "median_ms": round(statistics.median(per), 1),
+            "p90_ms": round(sorted(per)[int(0.9 * (len(per) - 1))], 1),
+            "max_ms": round(max(per), 1),
+            "median_cpu_ms": round(statistics.median(cpu), 1),
+            "max_cpu_ms": round(max(cpu), 1),
+            "under_50ms": sum(x < 50 for x in per),
+            "summary_chars_median": int(statistics.median(chars)),
+            "summary_chars_max": max(chars),
+        }
+        rows.append(row)
+        print(row, file=sys.stderr, flush=True)
+    return rows
 
 
 def page_bench(n: int, kb, eng, df, repeat: int) -> dict:

@@ -129,6 +129,7 @@ class Generation:
             rec["fallback_used"] = False
             rec["guarded"] = False
             rec["released"] = "as_written"
+            rec.pop("written", None)
             self.records[agent] = rec  # type: ignore[assignment]
             return text
 

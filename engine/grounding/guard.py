@@ -157,6 +157,7 @@ def guard_text(
     is released as it is (the facts backend's own text): its record is that text's, unrepaired."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rounds = 0
+    written = text
     rec = _check_all(text, idx, plan_patients, statements)
     history = [_brief(rec)]
     released = "as_written"
@@ -199,6 +200,8 @@ def guard_text(
             "repairs": repairs,
         }
     )
+    if released != "as_written":
+        rec["written"] = written  # the model's first text, for the before/after of QA review
     if fallback_used:
         rec["note"] = (
             "The model's text still had unsupported numbers or sentences (or missed key facts) "
