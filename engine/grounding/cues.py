@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from engine.grounding.numbers import NumberToken
@@ -39,14 +40,23 @@ class Cue:
     range_end: bool = False  # end of a span ("between baseline and visit 4") or a list: no anchor
 
 
+_PARAGRAPH = re.compile(r"(?:[^\n]|\n(?!\s*\n))+")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?:])\s+(?=[A-Z(*\-•#\d])|\n")
+_PREVIOUS_VISIT = re.compile(
+    r"\b(?:the\s+)?(?:previous|prior|preceding)\s+(?:visit|session|assessment)\b", re.I
+)
+_RANKED_BEFORE = re.compile(r"\brank\s+\d+\s*:\s*patient\s+\d+\s*,\s*$", re.I)
+_AFTER_END = re.compile(r"[,;]|\s(?:and|while|but)\s")
+
+
 def sentences(text: str) -> list[tuple[int, int, int]]:
     """(paragraph index, start, end) of each sentence."""
     out = []
-    for pi, pm in enumerate(re.finditer(r"(?:[^\n]|\n(?!\s*\n))+", text)):
+    for pi, pm in enumerate(_PARAGRAPH.finditer(text)):
         pstart = pm.start()
         para = pm.group()
         last = 0
-        for sm in re.finditer(r"(?<=[.!?:])\s+(?=[A-Z(*\-•#\d])|\n", para):
+        for sm in _SENTENCE_BREAK.finditer(para):
             if sm.start() > last:
                 # don't split after "vs." or "e.g."
                 prev = para[max(0, sm.start() - 4) : sm.start()].lower()
@@ -156,9 +166,7 @@ def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
             before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, 1))
-    for m in re.finditer(
-        r"\b(?:the\s+)?(?:previous|prior|preceding)\s+(?:visit|session|assessment)\b", text, re.I
-    ):
+    for m in _PREVIOUS_VISIT.finditer(text):
         if taken.mark(m.start(), m.end()):
             cues.append(Cue(m.start(), m.end(), "ref_visit", "previous"))
     for m in LATEST_RE.finditer(text):
@@ -172,8 +180,12 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
     # an ASCII text is matched only by patterns whose words it contains (lower-cased): skip the
     # others without running them (same cues, a fraction of the regex scans)
     low = text.lower() if text.isascii() else None
-    for (pat, codes, doms), words in zip(item_vocabulary(), item_literals(), strict=True):
-        if low is not None and not all(w in low for w in words):
+    # the words of every phrase that occur in the text, found once (not once per phrase)
+    present = {w for w in _item_words() if w in low} if low is not None else set()
+    for (pat, codes, doms), words, need in zip(
+        item_vocabulary(), item_literals(), _item_word_sets(), strict=True
+    ):
+        if low is not None and not need <= present:
             continue
         for m in _item_matches(pat, text, low, words):
             if taken.mark(m.start(), m.end()):
@@ -183,6 +195,16 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "domain", dom))
     return cues
+
+
+@cache
+def _item_word_sets() -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(words) for words in item_literals())
+
+
+@cache
+def _item_words() -> frozenset[str]:
+    return frozenset(w for words in item_literals() for w in words)
 
 
 def _item_matches(
@@ -231,14 +253,11 @@ def kind_for(
     tok: NumberToken, text: str, s_start: int, prev_end: int, next_start: int
 ) -> tuple[str | None, str]:
     """(the kind cue of a number, the window after it that was read for one)."""
-    if re.search(
-        r"\brank\s+\d+\s*:\s*patient\s+\d+\s*,\s*$",
-        text[max(s_start, tok.start - 40) : tok.start],
-        re.I,
-    ):
+    if _RANKED_BEFORE.search(text[max(s_start, tok.start - 40) : tok.start]):
         return "ranked", ""
     window = text[tok.end : min(next_start, tok.end + 60)]
-    after = re.split(r"[,;]|\s(?:and|while|but)\s", window)[0]
+    cut = _AFTER_END.search(window)
+    after = window[: cut.start()] if cut else window
     before = text[max(s_start, prev_end, tok.start - 50) : tok.start]
     for pat, k in KIND_AFTER:
         if pat.search(after):

@@ -54,7 +54,7 @@ _DATE_NEEDS: tuple[re.Pattern[str] | str | None, ...] = (
 #: Names that contain digits but are not numbers.
 NOT_NUMBERS = re.compile(
     r"\bPDQ[-\s]?(?:8|39)\b|\bMDS-UPDRS\b|\ball-MiniLM-L6-v2\b|\bSmolLM2[-\w.]*|\bMiniLM\b"
-    r"|\b(?![Vv]\d+\b)[A-Za-z]+\d+[A-Za-z0-9_]*\b|\bQ4_1\b|\bPart\s+\d\b",
+    r"|\b(?![Vv]\d+\b)[A-Za-z]++\d+[A-Za-z0-9_]*\b|\bQ4_1\b|\bPart\s+\d\b",
     re.I,
 )
 

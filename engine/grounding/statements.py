@@ -31,6 +31,7 @@ latest), "at V" (from the previous visit to V), none = the first to the latest s
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -101,6 +102,8 @@ def check_statements(
         and not (c.kind == "item" and any(a <= c.start < b for a, b in in_parens))
     ]
     out: list[SentenceVerdict] = []
+    in_sentence = _SpanSlicer(cues)
+    claims_in = _SpanSlicer(rep.claims)
     for pi, s0, s1 in split_sentences(work):
         sent = original[s0:s1]
         if not sent.strip():
@@ -110,8 +113,8 @@ def check_statements(
             v.status = "neutral"
             out.append(v)
             continue
-        ctx = _SentenceCtx(work, s0, s1, pi, [c for c in cues if s0 <= c.start < s1], cues)
-        claims = [c for c in rep.claims if s0 <= c.start < s1]
+        ctx = _SentenceCtx(work, s0, s1, pi, in_sentence(s0, s1), cues)
+        claims = claims_in(s0, s1)
         asserted = 0
         period_spans = _check_periods(ctx, view, only_patient, v)
         for c in claims:
@@ -140,6 +143,22 @@ def check_statements(
             v.status = "unsupported"
         out.append(v)
     return StatementReport(original, out, rep)
+
+
+class _SpanSlicer:
+    """The items (cues or claims, each with a `start`) that start in [a, b), in their order:
+    by bisection when the items are in text order (they are: cues are sorted, claims are read
+    left to right), else by a scan."""
+
+    def __init__(self, items: Sequence[Any]):
+        self.items = list(items)
+        self.starts = [x.start for x in self.items]
+        self.ordered = all(a <= b for a, b in zip(self.starts, self.starts[1:], strict=False))
+
+    def __call__(self, a: int, b: int) -> list[Any]:
+        if not self.ordered:
+            return [x for x in self.items if a <= x.start < b]
+        return self.items[bisect_left(self.starts, a) : bisect_left(self.starts, b)]
 
 
 def _homographs(text: str) -> str:

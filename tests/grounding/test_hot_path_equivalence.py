@@ -126,3 +126,22 @@ def test_date_pre_tests_change_no_token(monkeypatch):
     monkeypatch.setattr(numbers, "_DATE_NEEDS", nones)
     assert [numbers._extract_numbers(t) for t in texts] == with_pre
     assert sum(t.kind == "date" for ts in with_pre for t in ts) >= 12
+
+
+def test_not_numbers_possessive_letters_match_the_backtracking_pattern():
+    """NOT_NUMBERS reads a letters-then-digits word with a possessive `[A-Za-z]++` (no
+    backtracking: a letter given back could never be the digit that must follow)."""
+    import random
+    import re
+
+    from engine.grounding import numbers
+
+    old = re.compile(numbers.NOT_NUMBERS.pattern.replace("[A-Za-z]++", "[A-Za-z]+"), re.I)
+    rng = random.Random(7)
+    alphabet = "abcXYZ019 -_.vVſK\u212a"
+    texts = TEXTS + ["".join(rng.choice(alphabet) for _ in range(80)) for _ in range(300)]
+    texts += ["NP3GAIT 3, PDQ-8 39, MDS-UPDRS v2 V12 part 3 Q4_1 SmolLM2-135M abc123def x9"]
+    for t in texts:
+        assert [m.span() for m in numbers.NOT_NUMBERS.finditer(t)] == [
+            m.span() for m in old.finditer(t)
+        ], t
