@@ -133,6 +133,9 @@ def check_statements(
         for h in content_hits(work[s0:s1], [(a - s0, b - s0) for a, b in masked]):
             v.reasons.append(f"'{h.text}': {h.reason}")
             v.categories.append(h.category)
+        for m in _ID_LIST_DECIMAL.finditer(work, s0, s1):
+            v.reasons.append(f"'{m.group(1)}' in a list of patient ids is not a patient id")
+            v.categories.append("patient")
         asserted += _check_words(ctx, view, claims, only_patient, v)
         if not v.reasons and asserted == 0:
             v.reasons.append(
@@ -143,6 +146,14 @@ def check_statements(
             v.status = "unsupported"
         out.append(v)
     return StatementReport(original, out, rep)
+
+
+#: "Patients 3, 8, and 3.25": a decimal in a list of patient ids
+_ID_LIST_DECIMAL = re.compile(
+    r"\b(?:patients|participants|subjects|proj(?:ect)?[ _-]?ids)\s+#?\d+"
+    r"(?:\s*(?:,|and|&|or)\s*#?\d+(?![.]\d))*\s*(?:,|and|&|or)\s*(?:and\s+)?#?(\d+\.\d+)",
+    re.I,
+)
 
 
 class _SpanSlicer:

@@ -183,6 +183,14 @@ def _check_directions(ctx, view, claims, only_patient, v) -> int:
                         )
                     continue
                 span = _span(ctx, ca, cb, series)
+                if span is not None and span[0] == span[1] and label != "peaked":
+                    _fail(
+                        v,
+                        "direction",
+                        f"'{word}' ({what}, patient {p}): a change needs two assessments; the "
+                        f"sentence spans visit {span[0]} only",
+                    )
+                    continue
                 res = _direction_span(
                     view,
                     series,
