@@ -8,60 +8,14 @@ delete the generation it had open."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
-
-import pytest
 
 from kb_store import synth
 from kb_store.chroma_kb import open_kb
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory):
-    exe = Path(sys.executable).with_name("chroma")
-    exe = str(exe) if exe.exists() else shutil.which("chroma")
-    if exe is None:
-        pytest.skip("no `chroma` executable (chromadb CLI) to start a server")
-    port = _free_port()
-    data = tmp_path_factory.mktemp("chroma-srv")
-    proc = subprocess.Popen(
-        [exe, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(150):
-            try:
-                urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).read()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("chroma server exited at start")
-                time.sleep(0.2)
-        else:
-            pytest.fail("chroma server did not answer within 30 s")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def build_in_other_process(csv: Path, *extra: str) -> None:
@@ -85,11 +39,18 @@ def cohorts(tmp_path: Path) -> tuple[Path, Path]:
     return six, four
 
 
-def test_server_reader_survives_a_rebuild_by_another_process(chroma_url, tmp_path):
+def test_server_reader_survives_a_rebuild_by_another_process(chroma_server, tmp_path):
     six, four = cohorts(tmp_path)
-    args = ["--chroma-url", chroma_url, "--embedding", "hashing", "--kb-dir", str(tmp_path / "k")]
+    args = [
+        "--chroma-url",
+        chroma_server,
+        "--embedding",
+        "hashing",
+        "--kb-dir",
+        str(tmp_path / "k"),
+    ]
     build_in_other_process(six, *args)
-    reader = open_kb(tmp_path / "k", embedding="hashing", chroma_url=chroma_url)
+    reader = open_kb(tmp_path / "k", embedding="hashing", chroma_url=chroma_server)
     assert reader.patient_ids() == [1, 2, 3, 4, 5, 6]
     before = reader.session_docs(1)
     assert len(before) == 6
@@ -97,7 +58,7 @@ def test_server_reader_survives_a_rebuild_by_another_process(chroma_url, tmp_pat
     after = reader.session_docs(1)
     assert len(after) == 4 and {d.metadata["visit"] for d in after} == {1, 2}
     assert reader.patient_ids() == [1, 2, 3, 4]
-    fresh = open_kb(tmp_path / "k", embedding="hashing", chroma_url=chroma_url)
+    fresh = open_kb(tmp_path / "k", embedding="hashing", chroma_url=chroma_server)
     assert reader.count() == fresh.count() and reader.get_docs([after[0].id]) == [after[0]]
     assert reader.query("tremor", n_results=2)
 

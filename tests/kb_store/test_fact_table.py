@@ -6,11 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -174,47 +169,6 @@ def test_a_kb_built_before_the_table_gets_one_without_embedding(tmp_path, sessio
 
 
 # ---------------------------------------------------------------- server mode (real chroma run)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory):
-    exe = Path(sys.executable).with_name("chroma")
-    if not exe.exists():
-        exe = Path(shutil.which("chroma") or "")
-    if not exe.name:
-        pytest.skip("no `chroma` executable (chromadb CLI) to start a server")
-    port = _free_port()
-    data = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen(
-        [str(exe), "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).read()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("chroma server exited at start")
-                time.sleep(0.2)
-        else:
-            pytest.fail("chroma server did not answer within 20 s")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_server_mode_table_on_shared_storage(chroma_server, tmp_path, sessions):
