@@ -249,22 +249,31 @@ def _find_cues(text: str) -> tuple[Cue, ...]:
     return tuple(cues)
 
 
+#: one scan that matches where any of the kind patterns does (an alternation matches at some
+#: position iff one of its alternatives does there): the ordered loop runs only after a hit
+_ANY_KIND_AFTER = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_AFTER), re.I)
+_ANY_KIND_BEFORE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_BEFORE), re.I)
+
+
 def kind_for(
     tok: NumberToken, text: str, s_start: int, prev_end: int, next_start: int
 ) -> tuple[str | None, str]:
     """(the kind cue of a number, the window after it that was read for one)."""
-    if _RANKED_BEFORE.search(text[max(s_start, tok.start - 40) : tok.start]):
+    ranked = text[max(s_start, tok.start - 40) : tok.start]
+    if ":" in ranked and _RANKED_BEFORE.search(ranked):  # the pattern needs a colon
         return "ranked", ""
     window = text[tok.end : min(next_start, tok.end + 60)]
     cut = _AFTER_END.search(window)
     after = window[: cut.start()] if cut else window
     before = text[max(s_start, prev_end, tok.start - 50) : tok.start]
-    for pat, k in KIND_AFTER:
-        if pat.search(after):
-            return k, after
-    for pat, k in KIND_BEFORE:
-        if pat.search(before):
-            return k, after
+    if _ANY_KIND_AFTER.search(after):
+        for pat, k in KIND_AFTER:
+            if pat.search(after):
+                return k, after
+    if _ANY_KIND_BEFORE.search(before):
+        for pat, k in KIND_BEFORE:
+            if pat.search(before):
+                return k, after
     by_token = {"percent": "percent", "ordinal": "rank"}
     if tok.kind in by_token:
         return by_token[tok.kind], after

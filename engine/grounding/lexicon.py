@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -20,7 +21,7 @@ from re import _constants as _sre  # the parsed form, to read literal prefixes
 from re._parser import parse as _sre_parse
 from typing import Any
 
-from engine.grounding.run_memo import memoised
+from engine.grounding.run_memo import cached, memoised
 
 LEXICON_DIR = Path(__file__).with_name("lexicon")
 
@@ -110,23 +111,56 @@ def content_patterns() -> dict[str, tuple[re.Pattern[str], str]]:
     return {c: (_word_pattern(data[c]["patterns"]), data[c]["reason"]) for c in CONTENT_CATEGORIES}
 
 
-def content_hits(text: str, masked: list[tuple[int, int]] = ()) -> list[ContentHit]:
+def content_hits(
+    text: str, masked: Sequence[tuple[int, int]] = (), within: str | None = None
+) -> list[ContentHit]:
     """Every unsupportable-content match in `text`, outside the `masked` spans (item labels,
-    red-flag rule texts: words that belong to the instruments and contexts, not to the writer)."""
-    return [h for h in _all_content_hits(text) if not any(a <= h.start < b for a, b in masked)]
+    red-flag rule texts: words that belong to the instruments and contexts, not to the writer).
+
+    `within`: a text that contains `text` (the sentence's whole text): an alternative whose
+    literal prefix is absent from it is absent from `text` too, so the per-sentence pre-test
+    only tries the alternatives found once in the whole text (the same matches)."""
+    hits = _all_content_hits(text) if within is None else _hits_within(text, within)
+    if not masked:
+        return list(hits)
+    return [h for h in hits if not any(a <= h.start < b for a, b in masked)]
 
 
 @memoised
 def _all_content_hits(text: str) -> tuple[ContentHit, ...]:
     """Every match in text order (once per text within an engine run: run_memo)."""
+    low = text.lower() if text.isascii() else None
+    return _scan(text, low, None)
+
+
+def _hits_within(text: str, within: str) -> tuple[ContentHit, ...]:
+    low = text.lower() if text.isascii() else None
+    if low is None or not within.isascii():
+        return _all_content_hits(text)
+    return cached(("content_hits", text), lambda: _scan(text, low, _present_parts(within)))
+
+
+@memoised
+def _present_parts(text: str) -> dict[str, tuple[int, ...]]:
+    """category -> the alternatives whose literal prefix occurs in the lower-cased ASCII text."""
+    low = text.lower()
+    return {
+        cat: tuple(i for i, pre in enumerate(prefixes) if pre in low)
+        for cat, (_parts, prefixes) in _content_parts().items()
+    }
+
+
+def _scan(
+    text: str, low: str | None, candidates: dict[str, tuple[int, ...]] | None
+) -> tuple[ContentHit, ...]:
     out = []
     # in an ASCII text, only the alternatives whose literal prefix occurs can match: the others
     # are left out of the scan (a leftover alternative never matches, so the matches are the same)
-    low = text.lower() if text.isascii() else None
     for cat, (pat, reason) in content_patterns().items():
         if low is not None:
             parts, prefixes = _content_parts()[cat]
-            keep = tuple(i for i, pre in enumerate(prefixes) if pre in low)
+            pool = range(len(parts)) if candidates is None else candidates[cat]
+            keep = tuple(i for i in pool if prefixes[i] in low)
             if not keep:
                 continue
             if len(keep) < len(parts):

@@ -32,6 +32,13 @@ _ANCHORED_KINDS = ("score", "item", "delta", "cumulative", "pair", "change")
 _POSTFIX_GAP = re.compile(
     r"\s*(?:points?\s*|pts\s*)?(?:\(|,)?\s*(?:at|in|on|during|for|by)?\s*(?:the\s+)?", re.I
 )
+_DATE_LIST_GAP = re.compile(r"\s*(?:,|and|to|-|through|until)?\s*(?:and\s*)?")
+_NEGATED_BEFORE = re.compile(r"\bnot\b|\bno\b|\bneither\b")
+_CLAUSE_MARK = re.compile(r"[;:]")
+_SCORES_HAVE_END = re.compile(r"scores?\s*(?:has|have)?\s*$")
+_FROM_END = re.compile(r"\bfrom\s+$", re.I)
+_TO_NUMBER = re.compile(r"\s*(?:points?\s+)?to\s+[-+]?\d", re.I)
+_FROM_N_TO_END = re.compile(r"\bfrom\s+[-+]?\d+(?:\.\d+)?\s*(?:points?\s+)?to\s+$", re.I)
 _DOMAIN_GAP = re.compile(r"\s*(?:points?\s+)?(?:on|in|for)\s+(?:the\s+)?(?:MDS-UPDRS\s+)?", re.I)
 
 
@@ -112,23 +119,30 @@ class _SentenceReader:
         cue_nums = {span for c in self.cues for span in c.num_spans}
         s_toks = tokens[bisect_left(tokens, s0, key=_start) : bisect_left(tokens, s1, key=_start)]
         self.value_toks = [t for t in s_toks if (t.start, t.end) not in cue_nums]
+        self.cue_starts = [c.start for c in self.cues]  # for the cue windows after a number
         self.claims: list[Claim] = []
         self.bound_visit_spans: set[int] = set()
         self.last_date_end: int | None = None
         self.postfix_visits: set[int] = set()  # visit cues bound to the number before them
 
     def read(self) -> None:
-        events: list[tuple[int, int, Cue | NumberToken]] = [(c.start, 0, c) for c in self.cues]
-        events += [(t.start, 1, t) for t in self.value_toks]
-        events.sort(key=lambda e: (e[0], e[1]))
-        for _pos, _typ, ev in events:
-            if isinstance(ev, Cue):
-                getattr(self, f"_on_{ev.kind}")(ev)
-            elif ev.kind == "date":
-                self._on_date(ev)
+        events: list[tuple[int, int, int]] = [(c.start, 0, i) for i, c in enumerate(self.cues)]
+        events += [(t.start, 1, i) for i, t in enumerate(self.value_toks)]
+        events.sort()
+        for _pos, typ, i in events:
+            if typ == 0:
+                c = self.cues[i]
+                getattr(self, f"_on_{c.kind}")(c)
+            elif self.value_toks[i].kind == "date":
+                self._on_date(self.value_toks[i])
             else:
-                self._on_value(ev)
+                self._on_value(self.value_toks[i], i)
         _bind_directions(self.text, self.s0, self.s1, self.claims, self.cues)
+
+    def _cues_in(self, a: int, b: int) -> list[Cue]:
+        """The sentence's cues that start in [a, b), in text order (bisect over their starts)."""
+        starts = self.cue_starts
+        return self.cues[bisect_left(starts, a) : bisect_left(starts, b)]
 
     def _claim(self, a: int, b: int, value: float, role: str, **kw: object) -> Claim:
         cl = Claim(self.text[a:b], a, b, value, role, paragraph=self.pi, sentence=self.si, **kw)  # type: ignore[arg-type]
@@ -213,9 +227,8 @@ class _SentenceReader:
 
     def _on_date(self, tok: NumberToken) -> None:
         sc = self.scope
-        if self.last_date_end is not None and re.fullmatch(
-            r"\s*(?:,|and|to|-|through|until)?\s*(?:and\s*)?",
-            self.text[self.last_date_end : tok.start],
+        if self.last_date_end is not None and _DATE_LIST_GAP.fullmatch(
+            self.text[self.last_date_end : tok.start]
         ):
             sc.visit = None  # a list or range of dates: each is read on its own
         self.last_date_end = tok.end
@@ -239,9 +252,8 @@ class _SentenceReader:
                 sc.visit = dv
                 self.out.anchor((self.pi, sc.patient, sc.domain), dv, tok.start)
 
-    def _on_value(self, tok: NumberToken) -> None:
+    def _on_value(self, tok: NumberToken, vi: int) -> None:
         sc = self.scope
-        vi = self.value_toks.index(tok)
         prev_end = self.value_toks[vi - 1].end if vi > 0 else self.s0
         next_start = self.value_toks[vi + 1].start if vi + 1 < len(self.value_toks) else self.s1
         kind, after = kind_for(tok, self.text, self.s0, prev_end, next_start)
@@ -275,24 +287,16 @@ class _SentenceReader:
     def _is_range_end(self, tok: NumberToken) -> bool:
         pre = self.text[max(self.s0, tok.start - 8) : tok.start]
         post_txt = self.text[tok.end : tok.end + 20]
-        return bool(
-            re.search(r"\bfrom\s+$", pre, re.I)
-            and re.match(r"\s*(?:points?\s+)?to\s+[-+]?\d", post_txt, re.I)
-        ) or bool(
-            re.search(
-                r"\bfrom\s+[-+]?\d+(?:\.\d+)?\s*(?:points?\s+)?to\s+$",
-                self.text[max(self.s0, tok.start - 30) : tok.start],
-                re.I,
-            )
+        return bool(_FROM_END.search(pre) and _TO_NUMBER.match(post_txt)) or bool(
+            _FROM_N_TO_END.search(self.text[max(self.s0, tok.start - 30) : tok.start])
         )
 
     def _bind_postfix_visit(self, cl: Claim, tok: NumberToken, next_start: int) -> None:
         """A visit written right after the number binds to it ("14 at visit 3")."""
         post = [
             c
-            for c in self.cues
-            if tok.end <= c.start < min(next_start, tok.end + 30)
-            and c.kind in ("visit", "ref_visit")
+            for c in self._cues_in(tok.end, min(next_start, tok.end + 30))
+            if c.kind in ("visit", "ref_visit")
         ]
         if not post or post[0].kind != "visit":
             return
@@ -307,17 +311,13 @@ class _SentenceReader:
 
     def _bind_postfix_domain(self, cl: Claim, tok: NumberToken) -> None:
         """'3 points on the motor score': a domain right after the number is its domain."""
-        pdom = [c for c in self.cues if tok.end <= c.start < tok.end + 40 and c.kind == "domain"]
+        pdom = [c for c in self._cues_in(tok.end, tok.end + 40) if c.kind == "domain"]
         if pdom and _DOMAIN_GAP.fullmatch(self.text[tok.end : pdom[0].start]):
             cl.domain = self.scope.domain = pdom[0].value
 
     def _bind_reference(self, cl: Claim, tok: NumberToken, after: str) -> None:
         """'from baseline', 'since visit 2', 'from the previous visit' after the number."""
-        refs = [
-            c
-            for c in self.cues
-            if tok.end <= c.start < tok.end + len(after) and c.kind == "ref_visit"
-        ]
+        refs = [c for c in self._cues_in(tok.end, tok.end + len(after)) if c.kind == "ref_visit"]
         if not refs:
             return
         r = refs[0].value
@@ -334,9 +334,8 @@ class _SentenceReader:
         """'from baseline to visit 3': a visit after the reference is this number's visit."""
         later = [
             c
-            for c in self.cues
-            if ref.end <= c.start < tok.end + len(after) + 20
-            and c.kind == "visit"
+            for c in self._cues_in(ref.end, tok.end + len(after) + 20)
+            if c.kind == "visit"
             and not isinstance(c.value, list)
             and re.match(r"\s*(?:to|and)\s*(?:the\s+)?$", self.text[ref.end : c.start], re.I)
         ]
@@ -369,7 +368,7 @@ def _settle_kind(cl: Claim) -> None:
 
 def _direction_sign(word: str, before: str) -> int | None:
     if word.startswith("declin"):
-        return -1 if re.search(r"scores?\s*(?:has|have)?\s*$", before) else 1
+        return -1 if _SCORES_HAVE_END.search(before) else 1
     if word.startswith(NEGATIVE_DIR):
         return -1
     if word.startswith(POSITIVE_DIR):
@@ -389,7 +388,7 @@ def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: l
 
     for m in DIRECTION_RE.finditer(text, s0, s1):
         before = text[max(s0, m.start() - 25) : m.start()].lower()
-        if re.search(r"\bnot\b|\bno\b|\bneither\b", before[-12:]):
+        if _NEGATED_BEFORE.search(before[-12:]):
             continue
         sign = _direction_sign(m.group(1).lower(), before)
         if sign is None:
@@ -405,7 +404,7 @@ def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: l
             c
             for c in changes
             if m.end() <= c.start <= m.end() + 40
-            and not re.search(r"[;:]", text[m.end() : c.start])
+            and not _CLAUSE_MARK.search(text[m.end() : c.start])
             and not between(m.end(), c.start, ("patient", "patients"))
         ]
         target = prev[-1] if prev else (nxt[0] if nxt else None)

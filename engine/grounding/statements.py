@@ -130,7 +130,9 @@ def check_statements(
         asserted += len(period_spans)
         # visit order (temporal fidelity) is a property of the text's layout, not a falsehood:
         # it stays in the guard's number record and the metrics, not in the sentence verdicts
-        for h in content_hits(work[s0:s1], [(a - s0, b - s0) for a, b in masked]):
+        for h in content_hits(work[s0:s1], within=work):
+            if any(a <= h.start + s0 < b for a, b in masked):
+                continue  # an item label or the contexts' own wording, not the writer's
             v.reasons.append(f"'{h.text}': {h.reason}")
             v.categories.append(h.category)
         for m in _ID_LIST_DECIMAL.finditer(work, s0, s1):
