@@ -21,6 +21,7 @@ A key fact is *stated* when a sentence the statement checker found supported hol
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,20 +173,18 @@ def coverage(
     single_domain: str | None = None,
 ) -> Coverage:
     """Mark which key facts the supported sentences of `report` state."""
-    ok_spans = [s.span for s in report.sentences if s.status == "supported"]
-    claims = [
-        c
-        for c in report.claims.claims
-        if c.status == "correct" and any(a <= c.start < b for a, b in ok_spans)
-    ]
+    in_ok = _SpanTest([s.span for s in report.sentences if s.status == "supported"])
+    claims = [c for c in report.claims.claims if c.status == "correct" and in_ok(c.start)]
     word_facts = [
         f for s in report.sentences if s.status == "supported" for f in s.facts if "assertion" in f
     ]
     one_patient = len(set(plan_patients)) == 1 or len({k.patient for k in facts}) == 1
     named = _items_named(report)
+    values = [c for c in claims if c.role == "value"]  # all but a cohort fact need a value claim
     for k in facts:
+        pool = claims if k.kind == "cohort" else values
         k.stated = (
-            any(_claim_states(c, k, one_patient, single_domain) for c in claims)
+            any(_claim_states(c, k, one_patient, single_domain) for c in pool)
             or any(_word_states(f, k) for f in word_facts)
             or (k.kind == "red_flag" and k.item in named)
         )
@@ -197,12 +196,30 @@ def _items_named(report: StatementReport) -> set[str]:
     "current red flags (pain)", states the flag)."""
     from engine.grounding.cues import find_cues
 
-    ok = [s.span for s in report.sentences if s.status != "unsupported"]
+    in_ok = _SpanTest([s.span for s in report.sentences if s.status != "unsupported"])
     out: set[str] = set()
     for c in find_cues(report.text):
-        if c.kind == "item" and any(a <= c.start < b for a, b in ok):
+        if c.kind == "item" and in_ok(c.start):
             out |= set(c.value[0])
     return out
+
+
+class _SpanTest:
+    """Whether a position lies in one of `spans` (a <= pos < b): by bisection when the spans are
+    in order and do not overlap (sentence spans are), else by a scan."""
+
+    def __init__(self, spans: Sequence[tuple[int, int]]):
+        self.spans = list(spans)
+        self.starts = [a for a, _b in self.spans]
+        self.ordered = all(
+            b0 <= a1 for (_a0, b0), (a1, _b1) in zip(self.spans, self.spans[1:], strict=False)
+        ) and self.starts == sorted(self.starts)
+
+    def __call__(self, pos: int) -> bool:
+        if not self.ordered:
+            return any(a <= pos < b for a, b in self.spans)
+        i = bisect_right(self.starts, pos) - 1
+        return i >= 0 and self.spans[i][0] <= pos < self.spans[i][1]
 
 
 def _same(a: Any, b: Any, lenient: bool) -> bool:

@@ -47,6 +47,17 @@ _PREVIOUS_VISIT = re.compile(
 )
 _RANKED_BEFORE = re.compile(r"\brank\s+\d+\s*:\s*patient\s+\d+\s*,\s*$", re.I)
 _AFTER_END = re.compile(r"[,;]|\s(?:and|while|but)\s")
+_DIGITS = re.compile(r"\d+")
+_DIGIT_RANGE = re.compile(r"\d\s*(?:-|to|through)\s*\d")
+_ONWARD = re.compile(r"\s*(?:onwards?|on)\b", re.I)
+_SPAN_END_BEFORE = re.compile(
+    r"(?:between|from)\s+(?:the\s+)?(?:baseline|(?:visit|session|assessment)\s*\d+)"
+    r"\s+(?:and|to|through)\s+(?:the\s+)?$",
+    re.I,
+)
+_BETWEEN_END = re.compile(r"\bbetween\s+$", re.I)
+_PAREN_GROUP = re.compile(r"\([^()]*\)")
+_GAP_PUNCT = re.compile(r"[\s,:=-]*")
 
 
 def sentences(text: str) -> list[tuple[int, int, int]]:
@@ -87,9 +98,7 @@ class _Taken:
 
 
 def _digit_spans(m: re.Match[str]) -> tuple[tuple[int, int], ...]:
-    return tuple(
-        (m.start() + x.start(), m.start() + x.end()) for x in re.finditer(r"\d+", m.group())
-    )
+    return tuple((m.start() + x.start(), m.start() + x.end()) for x in _DIGITS.finditer(m.group()))
 
 
 def _patient_cues(text: str, taken: _Taken) -> list[Cue]:
@@ -112,21 +121,16 @@ def _visit_cues_of(text: str, m: re.Match[str]) -> list[Cue]:
     """The cue(s) of one 'visit N' / 'visits 2, 3 and 4' / 'visits 1-3' mention."""
     spans = _digit_spans(m)
     vals = [int(text[a:b]) for a, b in spans]
-    if len(vals) == 2 and re.search(r"\d\s*(?:-|to|through)\s*\d", m.group()) and vals[1] > vals[0]:
+    if len(vals) == 2 and _DIGIT_RANGE.search(m.group()) and vals[1] > vals[0]:
         vals_all = list(range(vals[0], vals[1] + 1))
     else:
         vals_all = vals
     before = text[max(0, m.start() - 40) : m.start()]
-    onward = re.match(r"\s*(?:onwards?|on)\b", text[m.end() : m.end() + 10], re.I)
-    span_end = re.search(
-        r"(?:between|from)\s+(?:the\s+)?(?:baseline|(?:visit|session|assessment)\s*\d+)"
-        r"\s+(?:and|to|through)\s+(?:the\s+)?$",
-        before,
-        re.I,
-    )
+    onward = _ONWARD.match(text[m.end() : m.end() + 10])
+    span_end = _SPAN_END_BEFORE.search(before)
     if len(vals) == 1 and REF_BEFORE_RE.search(before) and not onward and not span_end:
         return [Cue(m.start(), m.end(), "ref_visit", vals[0], spans)]
-    if re.search(r"\bbetween\s+$", before, re.I) and len(vals) == 2:
+    if _BETWEEN_END.search(before) and len(vals) == 2:
         return [
             Cue(m.start(), m.end(), "ref_visit", vals[0], spans[:1]),
             Cue(m.start(), m.end(), "visit", vals[1], spans[1:]),
@@ -289,8 +293,8 @@ def next_domain(text: str, s_cues: list[Cue], c: Cue, default: str | None) -> st
         if o.kind in ("visit", "patient", "patients"):
             break
         if o.kind == "domain":
-            gap = re.sub(r"\([^()]*\)", "", text[c.end : o.start])
-            return o.value if re.fullmatch(r"[\s,:=-]*", gap) else default
+            gap = _PAREN_GROUP.sub("", text[c.end : o.start])
+            return o.value if _GAP_PUNCT.fullmatch(gap) else default
     return default
 
 

@@ -200,9 +200,18 @@ def neutral_patterns() -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.I) for p in assertions()["neutral_forms"])
 
 
+@cache
+def _any_neutral() -> re.Pattern[str]:
+    """One alternation of the neutral forms: it matches at the start iff one of them does."""
+    return re.compile("|".join(f"(?:{p.pattern})" for p in neutral_patterns()), re.I)
+
+
+_SPACES = re.compile(r"\s+")
+
+
 def is_neutral(sentence: str) -> bool:
-    s = re.sub(r"\s+", " ", sentence.strip().strip("*").strip())
-    return any(p.match(s) for p in neutral_patterns())
+    s = _SPACES.sub(" ", sentence.strip().strip("*").strip())
+    return _any_neutral().match(s) is not None
 
 
 @cache

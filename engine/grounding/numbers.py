@@ -63,6 +63,9 @@ NUMBER_RE = re.compile(
 )
 
 
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
 @dataclass(frozen=True)
 class NumberToken:
     """One number as written. `kind` is number | percent | date | ordinal; `signed` when it was
@@ -128,7 +131,7 @@ def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
             kind = "percent"
         elif m.group("ord"):
             kind = "ordinal"
-        elif not sign and decimals == 0 and re.fullmatch(r"(?:19|20)\d\d", num):
+        elif not sign and decimals == 0 and _YEAR.fullmatch(num):
             out.append(NumberToken(m.group(), value, m.start(), m.end(), kind="date", date=num))
             continue
         else:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from re import _constants as _sre  # the parsed form, to read required literals
+from re._parser import parse as _sre_parse
 from typing import Any
 
 from engine.types import Plan
@@ -38,6 +40,18 @@ ACTIONS = (
     r"stop(?:ping)?|discontinu\w*|withdraw\w*|taper\w*|wean\w*|cease|hold|"
     r"increas(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|lower(?:ing)?|rais(?:e|ing)|adjust\w*|"
     r"titrat\w*|switch\w*|chang(?:e|ing)|double|halve|escalat\w*|optimi[sz]\w*|prescrib\w*"
+)
+SURGERY = (
+    r"deep brain stimulation|dbs|surgery|surgical|pallidotomy|thalamotomy|"
+    r"focused ultrasound|gamma knife|lesioning|pump implantation|duodopa pump"
+)
+DIAGNOSES = (
+    r"parkinson'?s disease dementia|pdd|dementia|alzheimer'?s(?: disease)?|"
+    r"lewy body dementia|dlb|mild cognitive impairment|pd-?mci|major depress\w*(?: disorder)?|"
+    r"clinical depression|depressive disorder|psychosis|psychotic disorder|"
+    r"orthostatic hypotension|dysphagia|multiple system atrophy|msa|"
+    r"progressive supranuclear palsy|psp|corticobasal\w*|atypical parkinsonism|"
+    r"impulse control disorder|rem sleep behaviou?r disorder|stroke"
 )
 RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     (
@@ -73,11 +87,7 @@ RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     (
         "prescriptive_treatment",
         "advises surgery or device therapy",
-        re.compile(
-            r"\b(?:deep brain stimulation|dbs|surgery|surgical|pallidotomy|thalamotomy|"
-            r"focused ultrasound|gamma knife|lesioning|pump implantation|duodopa pump)\b",
-            re.I,
-        ),
+        re.compile(rf"\b(?:{SURGERY})\b", re.I),
     ),
     (
         "unsupported_diagnosis",
@@ -85,16 +95,65 @@ RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:diagnos(?:is|ed|e)\s+(?:of|with)?|consistent with|indicative of|indicates|"
             r"meets criteria for|suffers? from|has developed|has|have)\s+(?:an?\s+|early\s+|probable\s+|"
-            r"possible\s+)?(?:parkinson'?s disease dementia|pdd|dementia|alzheimer'?s(?: disease)?|"
-            r"lewy body dementia|dlb|mild cognitive impairment|pd-?mci|major depress\w*(?: disorder)?|"
-            r"clinical depression|depressive disorder|psychosis|psychotic disorder|"
-            r"orthostatic hypotension|dysphagia|multiple system atrophy|msa|"
-            r"progressive supranuclear palsy|psp|corticobasal\w*|atypical parkinsonism|"
-            r"impulse control disorder|rem sleep behaviou?r disorder|stroke)\b",
+            rf"possible\s+)?(?:{DIAGNOSES})\b",
             re.I,
         ),
     ),
 )
+
+
+def _required_literals(alternation: str) -> tuple[str, ...] | None:
+    """For each alternative of `alternation`, the longest run of ASCII letters (lower-cased) that
+    every match of it contains; None when an alternative has none. A text (ASCII, lower-cased)
+    containing none of them cannot match a pattern that requires the alternation."""
+    out = []
+    for alt in _alternatives(alternation):
+        runs, cur = [], []
+        for op, av in _sre_parse(alt, re.I).data:
+            if op is _sre.LITERAL and av < 128:
+                cur.append(chr(av))
+            else:
+                runs.append("".join(cur))
+                cur = []
+        runs.append("".join(cur))
+        best = max(runs, key=len).lower()
+        if not best:
+            return None
+        out.append(best)
+    return tuple(out)
+
+
+def _alternatives(alternation: str) -> list[str]:
+    """The top-level alternatives of a pattern (no alternation inside its groups is split)."""
+    parts, depth, cur, i = [], 0, [], 0
+    while i < len(alternation):
+        ch = alternation[i]
+        if ch == "\\":
+            cur.append(alternation[i : i + 2])
+            i += 2
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "|" and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
+#: per rule, the literals one of which every match contains (None: no pre-test)
+_RULE_NEEDS: tuple[tuple[str, ...] | None, ...] = (
+    _required_literals(DRUGS),
+    _required_literals(DRUGS),
+    _required_literals(DRUGS),
+    None,
+    _required_literals(SURGERY),
+    _required_literals(DIAGNOSES),
+)
+
 PATIENT_CUE = re.compile(
     r"\b(?:patients|participants|subjects|proj(?:ect)?[ _-]?ids)\s*#?\s*(\d+)((?:\s*(?:,|and|&|or)\s*#?\d+)*)"
     r"|\b(?:patient|participant|subject|proj(?:ect)?[ _-]?id)\s*#?\s*(\d+)(?![\d.]\d)",
@@ -110,7 +169,11 @@ def screen(
     Patients: with a plan naming patients, any other id is out of plan; with an empty plan (every
     patient), an id not in `known_patients` is flagged as unknown."""
     findings: list[dict[str, Any]] = []
-    for rule, message, pat in RULES:
+    # an ASCII text lacking every literal a rule needs cannot match it: its scan is skipped
+    low = text.lower() if text.isascii() else None
+    for (rule, message, pat), needs in zip(RULES, _RULE_NEEDS, strict=True):
+        if low is not None and needs is not None and not any(w in low for w in needs):
+            continue
         for m in pat.finditer(text):
             if rule == "prescriptive_treatment" and _is_score_statement(text, m):
                 continue

@@ -166,7 +166,7 @@ class _SpanSlicer:
     def __init__(self, items: Sequence[Any]):
         self.items = list(items)
         self.starts = [x.start for x in self.items]
-        self.ordered = all(a <= b for a, b in zip(self.starts, self.starts[1:], strict=False))
+        self.ordered = self.starts == sorted(self.starts)
 
     def __call__(self, a: int, b: int) -> list[Any]:
         if not self.ordered:

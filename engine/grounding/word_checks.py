@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from functools import lru_cache
 
 from engine.grounding.claim import Claim
 from engine.grounding.facts_view import FactsView, _fv, _num
@@ -65,6 +66,34 @@ def _check_words(
 # ---------------------------------------------------------------- direction
 
 
+_THAN_AFTER = re.compile(r"\s*(?:\w+\s+){0,3}?than\b", re.I)
+_COMPARATIVE_WORD = re.compile(r"(?:lower|higher|better|worse)$", re.I)
+_CHANGE_VERB_BEFORE = re.compile(
+    r"(?:\b(?:is|was|were|are|became|got|slightly|much|somewhat|scores?)|:)\s+$", re.I
+)
+_OVERALL_AFTER = re.compile(r"\s+overall\b", re.I)
+_DECLIN = re.compile(r"declin", re.I)
+_SCORES_HAVE_BEFORE = re.compile(r"\bscores?\s*(?:has|have|had)?\s*$", re.I)
+_LAST_WORD = re.compile(r"(\w+)\s+$")
+_MEANS_BEFORE = re.compile(r"\b(?:means?|meaning|is defined as|anchor(?:ed)? at)\s+$", re.I)
+_CLINICALLY_AFTER = re.compile(r"\s+clinically", re.I)
+_OR_WORSE_AFTER = re.compile(r"\s+or\s+(?:always|worse|severe|above|higher)", re.I)
+_LEVEL_OR_BEFORE = re.compile(r"\b(?:often|moderate|mild|slight)\s+or\s+$", re.I)
+_OR_AND_BEFORE = re.compile(r"\b(?:or|and)\s+$")
+_OR_AND_AFTER = re.compile(r"\s*(?:or|and)\b")
+_ANSWERED_BEFORE = re.compile(r"\b(?:answered|rated|or)\s+$")
+_OR_ALWAYS_AFTER = re.compile(r"\s+or\s+(?:always|worse)")
+_QUOTED_ANSWER_BEFORE = re.compile(
+    r"\b(?:answered|rated|reported|responded|scored)\b[^.;]{0,20}$", re.I
+)
+
+
+@lru_cache(maxsize=4096)
+def _is_direction_word(word: str) -> bool:
+    """Whether a whole word is one of the direction words ("dropped", "improved")."""
+    return any(p.fullmatch(word) for p, _ in direction_patterns())
+
+
 def _direction_words(ctx: _SentenceCtx) -> list[tuple[int, int, str, str]]:
     taken: list[tuple[int, int]] = []
     out = []
@@ -78,24 +107,18 @@ def _direction_words(ctx: _SentenceCtx) -> list[tuple[int, int, str, str]]:
                 continue
             word = m.group(0)
             after = ctx.text[m.end() : m.end() + 30]
-            if label in ("improved", "worsened") and re.match(
-                r"\s*(?:\w+\s+){0,3}?than\b", after, re.I
-            ):
+            if label in ("improved", "worsened") and _THAN_AFTER.match(after):
                 continue  # a comparative ("higher than"): checked as a comparison
             if (
-                re.match(r"(?:lower|higher|better|worse)$", word, re.I)
-                and not re.search(
-                    r"(?:\b(?:is|was|were|are|became|got|slightly|much|somewhat|scores?)|:)\s+$",
-                    ctx.text[max(ctx.s0, m.start() - 20) : m.start()],
-                    re.I,
+                _COMPARATIVE_WORD.match(word)
+                and not _CHANGE_VERB_BEFORE.search(
+                    ctx.text[max(ctx.s0, m.start() - 20) : m.start()]
                 )
-                and not re.match(r"\s+overall\b", after, re.I)
+                and not _OVERALL_AFTER.match(after)
             ):
                 continue  # "higher items", "lower scores": descriptive, not a change
-            if re.match(r"declin", word, re.I) and re.search(
-                r"\bscores?\s*(?:has|have|had)?\s*$",
-                ctx.text[max(ctx.s0, m.start() - 20) : m.start()],
-                re.I,
+            if _DECLIN.match(word) and _SCORES_HAVE_BEFORE.search(
+                ctx.text[max(ctx.s0, m.start() - 20) : m.start()]
             ):
                 label = "improved"
             taken.append((m.start(), m.end()))
@@ -303,29 +326,25 @@ def _check_severity(ctx, view, claims, only_patient, v) -> int:
         word = m.group(1).lower()
         after = ctx.text[m.end() : m.end() + 30]
         before = ctx.text[max(ctx.s0, m.start() - 20) : m.start()]
-        prev_word = re.search(r"(\w+)\s+$", before)
-        if prev_word and any(p.fullmatch(prev_word.group(1)) for p, _ in direction_patterns()):
+        prev_word = _LAST_WORD.search(before)
+        if prev_word and _is_direction_word(prev_word.group(1)):
             continue  # "dropped markedly", "improved slightly": the size of a change
-        if re.search(r"\b(?:means?|meaning|is defined as|anchor(?:ed)? at)\s+$", before, re.I):
+        if _MEANS_BEFORE.search(before):
             continue  # "(the anchor itself means severe)": the scale's wording, not a rating
-        if word == "minimal" and re.match(r"\s+clinically", after, re.I):
+        if word == "minimal" and _CLINICALLY_AFTER.match(after):
             continue
-        if re.match(r"\s+or\s+(?:always|worse|severe|above|higher)", after, re.I) or re.search(
-            r"\b(?:often|moderate|mild|slight)\s+or\s+$", before, re.I
-        ):
+        if _OR_WORSE_AFTER.match(after) or _LEVEL_OR_BEFORE.search(before):
             continue  # "answered often or always", "rated moderate or worse": a threshold
         if (
             SEVERITY_SKIP_AFTER.match(after)
-            or re.search(r"\b(?:or|and)\s+$", before)
-            and re.match(r"\s*(?:or|and)\b", after)
+            or _OR_AND_BEFORE.search(before)
+            and _OR_AND_AFTER.match(after)
         ):
             continue
-        if re.search(r"\b(?:answered|rated|or)\s+$", before) and re.match(
-            r"\s+or\s+(?:always|worse)", after
-        ):
+        if _ANSWERED_BEFORE.search(before) and _OR_ALWAYS_AFTER.match(after):
             continue
-        if word in ("often", "always", "never", "sometimes", "occasionally") and not re.search(
-            r"\b(?:answered|rated|reported|responded|scored)\b[^.;]{0,20}$", before, re.I
+        if word in ("often", "always", "never", "sometimes", "occasionally") and not (
+            _QUOTED_ANSWER_BEFORE.search(before)
         ):
             continue  # frequency adverbs count only when they quote a PDQ-8 answer
         ca, cb = ctx.clause(m.start())

@@ -145,3 +145,116 @@ def test_not_numbers_possessive_letters_match_the_backtracking_pattern():
         assert [m.span() for m in numbers.NOT_NUMBERS.finditer(t)] == [
             m.span() for m in old.finditer(t)
         ], t
+
+
+KIND_TEXTS = TEXTS + [
+    "Motor trend: -0.8 per visit, -5.86 per year; slope of 1.2 points a visit; 3 visits, 4 patients.",
+    "At or above MCID 3.25; cut-off of 12; threshold: 5; >= 3; Hoehn and Yahr stage 2; 40.62 SI.",
+    "The average motor score was 21.4, the highest 38 and the lowest 4; ranked 2nd; rank 1: patient "
+    "7, 18. Motor increased by 3, fell 2, a decrease of 4, went up 5; summary index 28.12.",
+]
+
+
+def test_content_hits_within_the_whole_text_equal_the_sentence_scan():
+    """A sentence's content words, tried only for the alternatives present in its whole text,
+    are the sentence's own full scan."""
+    from engine.grounding.cues import sentences
+
+    texts = TEXTS + [t.upper() for t in TEXTS] + [t.title() for t in TEXTS]
+    whole = "\n\n".join(texts)
+    n = 0
+    with run_memo():
+        for text in [*texts, whole]:
+            for _p, a, b in sentences(text):
+                sent = text[a:b]
+                got = tuple(content_hits(sent, within=text))
+                assert got == _full_hits(sent), sent[:60]
+                n += len(got)
+    assert n >= 20
+
+
+def test_screening_pre_tests_change_no_finding(monkeypatch):
+    """Screening rules skipped for want of a drug, surgery or diagnosis word find nothing."""
+    from engine.grounding import screening
+    from engine.types import Plan
+
+    texts = KIND_TEXTS + [
+        "We should start levodopa 100 mg per day; the dose of pramipexole must be increased.",
+        "Findings consistent with Parkinson's disease dementia; has PD-MCI; suffers from psychosis.",
+        "Deep brain stimulation (DBS) or focused ultrasound; Alzheimer's disease; L-dopa, MAO-B "
+        "inhibitors and COMT inhibitors could be switched. Patient 99 and patients 3, 4 or 12.",
+        "Non-ASCII: the médication should be stopped; ſtroke; KELVIN K; dose.",
+    ]
+    texts += [t.upper() for t in texts]
+    plan = Plan((3, 4), "comparison")
+    with_pre = [screening.screen(t, plan) for t in texts]
+    monkeypatch.setattr(screening, "_RULE_NEEDS", tuple(None for _ in screening.RULES))
+    assert [screening.screen(t, plan) for t in texts] == with_pre
+    rules = {f["rule"] for fs in with_pre for f in fs}
+    assert rules == {"prescriptive_treatment", "unsupported_diagnosis", "out_of_plan_patient"}
+
+
+def test_kind_pre_tests_change_no_kind(monkeypatch):
+    """The ordered kind-cue loops behind one alternation pre-test give the kinds the loops give."""
+    import re
+
+    from engine.grounding.numbers import extract_numbers
+
+    def kinds() -> list[tuple[str | None, str]]:
+        out = []
+        for text in KIND_TEXTS + [t.upper() for t in KIND_TEXTS]:
+            toks = extract_numbers(text)
+            for i, tok in enumerate(toks):
+                prev_end = toks[i - 1].end if i else 0
+                nxt = toks[i + 1].start if i + 1 < len(toks) else len(text)
+                out.append(cues_mod.kind_for(tok, text, 0, prev_end, nxt))
+        return out
+
+    with_pre = kinds()
+    always = re.compile("")
+    monkeypatch.setattr(cues_mod, "_ANY_KIND_AFTER", always)
+    monkeypatch.setattr(cues_mod, "_ANY_KIND_BEFORE", always)
+    assert kinds() == with_pre
+    assert {k for k, _ in with_pre} >= {"slope", "slope_year", "threshold", "mean", "max", "change"}
+
+
+def test_neutral_alternation_equals_any_form():
+    """is_neutral's one alternation matches exactly where one of the listed forms does."""
+    import re
+
+    from engine.grounding.cues import sentences
+    from engine.grounding.lexicon import is_neutral, neutral_patterns
+
+    texts = TEXTS + KIND_TEXTS
+    texts += [
+        "Decision support only: this summary restates recorded assessment scores.",
+        "Motor examination (Part III):",
+        "**Summary**",
+        "Red-flag items: none.",
+    ]
+    sents = [t[a:b] for t in texts for _p, a, b in sentences(t)]
+    sents += [s.upper() for s in sents]
+    for s in sents:
+        norm = re.sub(r"\s+", " ", s.strip().strip("*").strip())
+        assert is_neutral(s) == any(p.match(norm) for p in neutral_patterns()), s
+    assert any(is_neutral(s) for s in sents)
+
+
+def test_span_test_equals_the_scan():
+    import random
+
+    from engine.grounding.coverage import _SpanTest
+
+    rng = random.Random(3)
+    for _ in range(200):
+        spans, pos = [], 0
+        for _ in range(rng.randint(0, 8)):
+            a = pos + rng.randint(0, 5)
+            b = a + rng.randint(0, 9)
+            spans.append((a, b))
+            pos = b
+        if rng.random() < 0.3:
+            rng.shuffle(spans)  # out of order: the scan
+        test = _SpanTest(spans)
+        for p in range(-2, pos + 3):
+            assert test(p) == any(a <= p < b for a, b in spans), (spans, p)
