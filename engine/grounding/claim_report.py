@@ -40,7 +40,8 @@ from typing import Any
 from engine.grounding.claim import Claim
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import normalise
-from engine.grounding.reader import Anchor, read_claims
+from engine.grounding.paragraphs import paragraphs
+from engine.grounding.reader import Anchor, ParagraphReading, read_paragraph, shifted_claim
 from engine.grounding.run_memo import cached
 from engine.grounding.verdict import judge
 from engine.types import FactValue, Plan
@@ -93,14 +94,33 @@ def check_text(
 
 
 def _check_text(text: str, idx: LedgerIndex, plan_patients: set[int]) -> ClaimReport:
-    allowed = plan_patients or idx.patients
-    reading = read_claims(normalise(text), idx)
-    for cl in reading.claims:
-        judge(cl, idx, allowed)
-    violations = _order_violations(reading.anchors)
-    vs = reading.all_visits
+    allowed = frozenset(plan_patients or idx.patients)
+    claims: list[Claim] = []
+    anchors: list[Anchor] = []
+    vs: list[int] = []
+    si0 = 0
+    for pi, (p0, para) in enumerate(paragraphs(normalise(text))):
+        # each paragraph read and judged once per run (the final text repeats paragraphs of the
+        # agents' texts; the statement check's digit copy differs in few paragraphs)
+        part = cached(
+            ("judged_paragraph", para, idx, allowed),
+            lambda para=para: _judged_paragraph(para, idx, allowed),
+        )
+        claims.extend(shifted_claim(c, p0, pi, si0) for c in part.claims)
+        anchors.extend(((pi, k[1], k[2]), v, pos + p0) for k, v, pos in part.anchors)
+        vs.extend(part.all_visits)
+        si0 += part.sentences
+    violations = _order_violations(anchors)
     strict = 1.0 if all(a <= b for a, b in zip(vs, vs[1:], strict=False)) else 0.0
-    return ClaimReport(reading.claims, violations, 0.0 if violations else 1.0, strict)
+    return ClaimReport(claims, violations, 0.0 if violations else 1.0, strict)
+
+
+def _judged_paragraph(para: str, idx: LedgerIndex, allowed: frozenset[int]) -> ParagraphReading:
+    """One paragraph's claims, each with its verdict (paragraph-local offsets)."""
+    part = read_paragraph(para, idx)
+    for cl in part.claims:
+        judge(cl, idx, allowed)
+    return part
 
 
 def extract_claims(

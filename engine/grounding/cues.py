@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from engine.grounding.numbers import NumberToken
+from engine.grounding.paragraphs import paragraphs
 from engine.grounding.run_memo import memoised
 from engine.grounding.vocabulary import (
     BASELINE_RE,
@@ -40,7 +41,6 @@ class Cue:
     range_end: bool = False  # end of a span ("between baseline and visit 4") or a list: no anchor
 
 
-_PARAGRAPH = re.compile(r"(?:[^\n]|\n(?!\s*\n))+")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?:])\s+(?=[A-Z(*\-•#\d])|\n")
 _PREVIOUS_VISIT = re.compile(
     r"\b(?:the\s+)?(?:previous|prior|preceding)\s+(?:visit|session|assessment)\b", re.I
@@ -63,9 +63,7 @@ _GAP_PUNCT = re.compile(r"[\s,:=-]*")
 def sentences(text: str) -> list[tuple[int, int, int]]:
     """(paragraph index, start, end) of each sentence."""
     out = []
-    for pi, pm in enumerate(_PARAGRAPH.finditer(text)):
-        pstart = pm.start()
-        para = pm.group()
+    for pi, (pstart, para) in enumerate(paragraphs(text)):
         last = 0
         for sm in _SENTENCE_BREAK.finditer(para):
             if sm.start() > last:
@@ -243,6 +241,22 @@ def find_cues(text: str) -> list[Cue]:
 
 @memoised
 def _find_cues(text: str) -> tuple[Cue, ...]:
+    """The cues of each paragraph (paragraphs.py: a reading is local to a paragraph), shifted to
+    its offset."""
+    out: list[Cue] = []
+    for p0, para in paragraphs(text):
+        cues = _paragraph_cues(para)
+        out.extend(cues if p0 == 0 else (_shifted(c, p0) for c in cues))
+    return tuple(out)
+
+
+def _shifted(c: Cue, d: int) -> Cue:
+    spans = tuple((a + d, b + d) for a, b in c.num_spans)
+    return Cue(c.start + d, c.end + d, c.kind, c.value, spans, c.range_end)
+
+
+@memoised
+def _paragraph_cues(text: str) -> tuple[Cue, ...]:
     taken = _Taken(len(text))
     cues = _patient_cues(text, taken) + _visit_cues(text, taken)
     cues += _domain_and_item_cues(text, taken)

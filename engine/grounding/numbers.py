@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.grounding.paragraphs import paragraphs
 from engine.grounding.run_memo import memoised
 from engine.vocabulary import MONTH_PATTERN as _MON
 from engine.vocabulary import MONTHS
@@ -94,7 +95,23 @@ def extract_numbers(text: str) -> list[NumberToken]:
 
 @memoised
 def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
-    text = normalise(text)
+    """The tokens of each paragraph (paragraphs.py: a reading is local to a paragraph), shifted
+    to its offset."""
+    out: list[NumberToken] = []
+    for p0, para in paragraphs(normalise(text)):
+        toks = _paragraph_numbers(para)
+        out.extend(toks if p0 == 0 else (_shifted(t, p0) for t in toks))
+    return tuple(out)
+
+
+def _shifted(t: NumberToken, d: int) -> NumberToken:
+    return NumberToken(
+        t.text, t.value, t.start + d, t.end + d, t.kind, t.signed, t.decimals, t.date
+    )
+
+
+@memoised
+def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
     taken = bytearray(len(text))  # 1 = claimed by a name or a date
     out: list[NumberToken] = []
     for m in NOT_NUMBERS.finditer(text):

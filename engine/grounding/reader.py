@@ -16,6 +16,7 @@ from engine.grounding.claim import Claim
 from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next_domain, sentences
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import NumberToken, extract_numbers
+from engine.grounding.paragraphs import paragraphs
 from engine.grounding.vocabulary import (
     DIRECTION_RE,
     NEGATIVE_DIR,
@@ -74,19 +75,50 @@ class Reading:
 
 
 def read_claims(text: str, idx: LedgerIndex) -> Reading:
-    """Every claim of `text` (already normalised) with the context the text gives it."""
+    """Every claim of `text` (already normalised) with the context the text gives it: each
+    paragraph read on its own (paragraphs.py), its claims and anchors shifted to its offset."""
     out = Reading(text)
-    tokens = extract_numbers(text)
-    cues = find_cues(text)
-    cur_para, patient = -1, None
-    for si, (pi, s0, s1) in enumerate(sentences(text)):
-        if pi != cur_para:
-            cur_para, patient = pi, None
-        reader = _SentenceReader(text, idx, out, pi, si, s0, s1, cues, tokens, patient)
+    si0 = 0
+    for pi, (p0, para) in enumerate(paragraphs(text)):
+        part = read_paragraph(para, idx)
+        out.claims.extend(shifted_claim(c, p0, pi, si0) for c in part.claims)
+        out.anchors.extend(((pi, k[1], k[2]), v, pos + p0) for k, v, pos in part.anchors)
+        out.all_visits.extend(part.all_visits)
+        si0 += part.sentences
+    return out
+
+
+@dataclass
+class ParagraphReading(Reading):
+    """The reading of one paragraph on its own (paragraph index 0, offsets into it)."""
+
+    sentences: int = 0
+
+
+def read_paragraph(para: str, idx: LedgerIndex) -> ParagraphReading:
+    """The claims of one paragraph, read as a text of its own; the claims are fresh objects."""
+    out = ParagraphReading(para)
+    tokens = extract_numbers(para)
+    cues = find_cues(para)
+    patient = None
+    spans = sentences(para)
+    for si, (pi, s0, s1) in enumerate(spans):
+        reader = _SentenceReader(para, idx, out, pi, si, s0, s1, cues, tokens, patient)
         reader.read()
         out.claims.extend(reader.claims)
         patient = reader.scope.patient if not reader.stack else reader.stack[0].patient
     out.claims.sort(key=lambda c: c.start)
+    out.sentences = len(spans)
+    return out
+
+
+def shifted_claim(c: Claim, d: int, paragraph: int, sentence0: int) -> Claim:
+    """A copy of `c` at offset `d` in its text, in the given paragraph, its sentence index moved
+    by `sentence0` (the other fields are shared: read-only after the verdict)."""
+    out = object.__new__(Claim)
+    out.__dict__.update(c.__dict__)
+    out.start, out.end = c.start + d, c.end + d
+    out.paragraph, out.sentence = paragraph, c.sentence + sentence0
     return out
 
 

@@ -258,3 +258,89 @@ def test_span_test_equals_the_scan():
         test = _SpanTest(spans)
         for p in range(-2, pos + 3):
             assert test(p) == any(a <= p < b for a, b in spans), (spans, p)
+
+
+# ---- paragraphs: a reading is local to a paragraph (docs/grounding.md, scoping rule 7)
+
+PARA_TEXT = (
+    "Patient 6, visit 1 (2021-03-13, baseline): motor 26 (mild). Patient 6, visit 2 (2021-05-09): "
+    "motor 23 (mild), -3 from baseline (stable; below MCID 3.25).\n\n"
+    "Items up two points or more by visit 4. Motor: postural stability increased by 3 since "
+    "visit 1, now moderate.\n\n"
+    "Motor: patient 6 went from 26 at visit 1 (2021-03-13) to 21 at visit 4 (2021-08-29), -5 "
+    "from baseline (improved; at or above MCID 3.25)."
+)
+
+
+def test_cues_and_numbers_are_the_paragraphs_shifted():
+    from engine.grounding.numbers import extract_numbers
+    from engine.grounding.paragraphs import paragraphs
+
+    text = PARA_TEXT + "\n\n" + TEXTS[-1]
+    cues, nums = cues_mod.find_cues(text), extract_numbers(text)
+    want_cues, want_nums = [], []
+    for p0, para in paragraphs(text):
+        want_cues += [(c.start + p0, c.end + p0, c.kind, c.value) for c in cues_mod.find_cues(para)]
+        want_nums += [(t.start + p0, t.end + p0, t.value, t.kind) for t in extract_numbers(para)]
+    assert [(c.start, c.end, c.kind, c.value) for c in cues] == want_cues
+    assert [(t.start, t.end, t.value, t.kind) for t in nums] == want_nums
+    assert len(paragraphs(text)) == 4
+
+
+def test_nothing_carries_across_a_blank_line():
+    """A look-back window stops at the paragraph: 'compared with' at the end of one paragraph
+    does not make the next paragraph's opening visit a reference visit; a date is not read
+    across a blank line."""
+    one = cues_mod.find_cues("Scores compared with visit 3: motor 20.")
+    two = cues_mod.find_cues("Scores compared with\n\nvisit 3: motor 20.")
+    assert [c.kind for c in one if c.value == 3] == ["ref_visit"]
+    assert [c.kind for c in two if c.value == 3] == ["visit"]
+    from engine.grounding.numbers import extract_numbers
+
+    assert [t.kind for t in extract_numbers("seen March 15, 2021")] == ["date"]
+    assert "date" not in [t.kind for t in extract_numbers("seen March\n\n15, 2021")][:1]
+
+
+def test_claim_report_is_the_same_with_and_without_the_run_memo(monkeypatch):
+    """Within a run each distinct paragraph is read and judged once; the reports of the texts
+    that share it equal those computed without the memo."""
+    from engine.grounding import claim_report
+    from engine.grounding.ledger_index import LedgerIndex
+    from engine.types import FactValue
+
+    ledger = [
+        FactValue("score", 26, 6, 1, "motor"),
+        FactValue("score", 23, 6, 2, "motor"),
+        FactValue("score", 21, 6, 4, "motor"),
+        FactValue("cumulative", -3, 6, 2, "motor"),
+        FactValue("cumulative", -5, 6, 4, "motor"),
+        FactValue("threshold", 3.25, None, None, "motor"),
+        FactValue("visit", 1, 6, 1),
+        FactValue("visit", 2, 6, 2),
+        FactValue("visit", 4, 6, 4),
+    ]
+    idx = LedgerIndex(ledger)
+    a = PARA_TEXT
+    b = PARA_TEXT.split("\n\n")[2] + "\n\n" + PARA_TEXT.split("\n\n")[0] + "\n\nNo change."
+
+    def flat(rep):
+        return (
+            [(c.start, c.end, c.paragraph, c.sentence, c.status, c.describe()) for c in rep.claims],
+            rep.order_violations,
+            rep.temporal_fidelity_strict,
+        )
+
+    plain = [flat(claim_report.check_text(t, idx, [6])) for t in (a, b)]
+    calls: list[str] = []
+    real = claim_report._judged_paragraph
+
+    def spy(para, idx, allowed):
+        calls.append(para)
+        return real(para, idx, allowed)
+
+    monkeypatch.setattr(claim_report, "_judged_paragraph", spy)
+    with run_memo():
+        memo = [flat(claim_report.check_text(t, idx, [6])) for t in (a, b)]
+    assert memo == plain
+    assert len(calls) == len(set(calls)) == 4  # 3 paragraphs of a, 1 new one of b
+    assert any(c[4] == "correct" for c in plain[1][0])
