@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from engine.grounding import literal_scan
 from engine.grounding.numbers import NumberToken
 from engine.grounding.paragraphs import paragraphs
 from engine.grounding.run_memo import memoised
@@ -101,13 +102,13 @@ def _digit_spans(m: re.Match[str]) -> tuple[tuple[int, int], ...]:
 
 def _patient_cues(text: str, taken: _Taken) -> list[Cue]:
     cues = []
-    for m in PATIENTS_RE.finditer(text):
+    for m in literal_scan.finditer(PATIENTS_RE, text):
         if taken.mark(m.start(), m.end()):
             spans = _digit_spans(m)
             cues.append(
                 Cue(m.start(), m.end(), "patients", [int(text[a:b]) for a, b in spans], spans)
             )
-    for m in PATIENT_RE.finditer(text):
+    for m in literal_scan.finditer(PATIENT_RE, text):
         if taken.mark(m.start(), m.end()):
             cues.append(
                 Cue(m.start(), m.end(), "patient", int(m.group(1)), ((m.start(1), m.end(1)),))
@@ -147,7 +148,7 @@ def _visit_cues_of(text: str, m: re.Match[str]) -> list[Cue]:
 
 def _visit_cues(text: str, taken: _Taken) -> list[Cue]:
     cues = []
-    for m in VISITS_RE.finditer(text):
+    for m in literal_scan.finditer(VISITS_RE, text):
         if taken.mark(m.start(), m.end()):
             cues.extend(_visit_cues_of(text, m))
     return cues + _named_visit_cues(text, taken)
@@ -163,7 +164,7 @@ def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
             before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before.replace("the ", "")) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, v, spans))
-    for m in BASELINE_RE.finditer(text):
+    for m in literal_scan.finditer(BASELINE_RE, text):
         if taken.mark(m.start(), m.end()):
             before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
@@ -171,7 +172,7 @@ def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
     for m in _PREVIOUS_VISIT.finditer(text):
         if taken.mark(m.start(), m.end()):
             cues.append(Cue(m.start(), m.end(), "ref_visit", "previous"))
-    for m in LATEST_RE.finditer(text):
+    for m in literal_scan.finditer(LATEST_RE, text):
         if taken.mark(m.start(), m.end()):
             cues.append(Cue(m.start(), m.end(), "visit", "latest"))
     return cues
@@ -193,7 +194,7 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "item", (codes, doms, m.group())))
     for pat, dom in DOMAIN_RE:
-        for m in pat.finditer(text):
+        for m in literal_scan.finditer(pat, text, low):
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "domain", dom))
     return cues

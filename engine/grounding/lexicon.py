@@ -21,6 +21,7 @@ from re import _constants as _sre  # the parsed form, to read literal prefixes
 from re._parser import parse as _sre_parse
 from typing import Any
 
+from engine.grounding import literal_scan
 from engine.grounding.run_memo import cached, memoised
 
 LEXICON_DIR = Path(__file__).with_name("lexicon")
@@ -165,7 +166,7 @@ def _scan(
                 continue
             if len(keep) < len(parts):
                 pat = _content_subpattern(cat, keep)
-        for m in pat.finditer(text):
+        for m in literal_scan.finditer(pat, text, low):
             out.append(ContentHit(cat, m.start(), m.end(), m.group(), reason))
     out.sort(key=lambda h: h.start)
     return tuple(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.grounding import literal_scan
 from engine.grounding.paragraphs import paragraphs
 from engine.grounding.run_memo import memoised
 from engine.vocabulary import MONTH_PATTERN as _MON
@@ -116,11 +117,12 @@ def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
     out: list[NumberToken] = []
     for m in NOT_NUMBERS.finditer(text):
         taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
-    month = _MONTH_WORD.search(text) is not None
+    low = text.lower() if text.isascii() else None
+    month = literal_scan.search(_MONTH_WORD, text, low) is not None
     for pat, needs in zip(DATE_PATTERNS, _DATE_NEEDS, strict=True):
         if (isinstance(needs, str) and needs not in text) or (needs is _MONTH_WORD and not month):
             continue
-        for m in pat.finditer(text):
+        for m in literal_scan.finditer(pat, text, low):
             if taken.find(1, m.start(), m.end()) >= 0:
                 continue
             iso = _iso(m)

@@ -20,6 +20,7 @@ from re import _constants as _sre  # the parsed form, to read required literals
 from re._parser import parse as _sre_parse
 from typing import Any
 
+from engine.grounding import literal_scan
 from engine.types import Plan
 
 DECISION_SUPPORT_NOTE = (
@@ -174,7 +175,7 @@ def screen(
     for (rule, message, pat), needs in zip(RULES, _RULE_NEEDS, strict=True):
         if low is not None and needs is not None and not any(w in low for w in needs):
             continue
-        for m in pat.finditer(text):
+        for m in literal_scan.finditer(pat, text, low):
             if rule == "prescriptive_treatment" and _is_score_statement(text, m):
                 continue
             findings.append(
@@ -183,7 +184,7 @@ def screen(
     in_plan = set(plan.patients) if plan is not None else set()
     # the known ids matter only for a plan naming no patient (a set of 10,000 costs a millisecond)
     known = set() if in_plan else set(int(p) for p in known_patients)
-    for m in PATIENT_CUE.finditer(text):
+    for m in literal_scan.finditer(PATIENT_CUE, text, low):
         ids = [int(x) for x in re.findall(r"\d+", m.group())]
         for pid in ids:
             if in_plan and pid not in in_plan:

@@ -344,3 +344,46 @@ def test_claim_report_is_the_same_with_and_without_the_run_memo(monkeypatch):
     assert memo == plain
     assert len(calls) == len(set(calls)) == 4  # 3 paragraphs of a, 1 new one of b
     assert any(c[4] == "correct" for c in plain[1][0])
+
+
+def _scan_patterns():
+    from engine.grounding import vocabulary as voc
+    from engine.grounding.lexicon import content_patterns, direction_patterns
+
+    pats = [p for p, _d in voc.DOMAIN_RE]
+    pats += [voc.PATIENT_RE, voc.PATIENTS_RE, voc.VISITS_RE, voc.BASELINE_RE, voc.LATEST_RE]
+    pats += [voc.DIRECTION_RE, voc.ORD_VISIT_RE, cues_mod._PREVIOUS_VISIT]
+    pats += [p for p, _r in content_patterns().values()] + [p for p, _l in direction_patterns()]
+    from engine.grounding import numbers, screening
+
+    pats += [*numbers.DATE_PATTERNS, numbers._MONTH_WORD, screening.PATIENT_CUE]
+    pats += [p for _r, _m, p in screening.RULES]
+    return pats
+
+
+def test_literal_scan_equals_finditer():
+    """literal_scan.finditer (the pattern tried only where an alternative's literal prefix
+    occurs) yields what pattern.finditer yields, for the reader's patterns, on the test texts,
+    their case variants and random strings made of the prefixes, spaces, digits and marks."""
+    import random
+
+    from engine.grounding import literal_scan
+
+    pats = _scan_patterns()
+    assert sum(literal_scan.first_literals(p) is not None for p in pats) >= 12
+    pieces = sorted({w for p in pats for w in (literal_scan.first_literals(p) or ())})
+    pieces += [" ", "  ", "s", "es", "-", ".", ",", "(", ")", "3", "12", "visit 2", "\n", "_", "x"]
+    pieces += ["2021", "1999", "-03-", "/", "15", " 2020", "mg", "should ", " be started", "'s"]
+    rng = random.Random(11)
+    texts = TEXTS + KIND_TEXTS + [PARA_TEXT]
+    texts += [t.upper() for t in texts] + [t.title() for t in texts]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    n = 0
+    for text in texts:
+        for p in pats:
+            got = [m.span() for m in literal_scan.finditer(p, text)]
+            assert got == [m.span() for m in p.finditer(text)], (p.pattern[:60], text[:80])
+            first = literal_scan.search(p, text)
+            assert (first and first.span()) == (p.search(text) and p.search(text).span())
+            n += len(got)
+    assert n > 500

@@ -1,0 +1,93 @@
+"""Regex scans tried only where a match can start.
+
+Python's `re` tries a pattern at every position of a text when the pattern begins with an
+assertion (`\\b`, a look-behind): most of the claim reader's patterns do, and those scans were a
+large part of a claim check (issue 16). Every match of such a pattern starts with the literal
+prefix of one of its alternatives ("motor", "part", "updrs"); in an ASCII text, lower-cased, those
+prefixes are found with `str.find`, and the pattern is tried only there, left to right and without
+overlaps, exactly as `finditer` scans (look-behinds and `\\b` still see the text before each
+position). A pattern with an alternative that has no literal prefix is scanned as before.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from re import _constants as _sre  # the parsed form, to read literal prefixes
+from re._parser import parse as _sre_parse
+from typing import Any
+
+_ASSERTS = (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)
+
+
+@cache
+def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """The lower-cased literal prefixes one of which every match of `pattern` starts with (None
+    when some alternative has none). Only for case-insensitive or letter-free prefixes: with a
+    case-sensitive pattern a lower-cased prefix would also find other cases (harmless: the
+    pattern is still tried), so the set stays a superset of the starts."""
+    out = _prefixes(_sre_parse(pattern.pattern, pattern.flags).data)
+    if not out or any(not p for p in out):
+        return None
+    return tuple(sorted(set(out)))
+
+
+def _prefixes(items: Any) -> list[str]:
+    """Literal prefixes of a parsed sequence: a run of literals, or, when it starts with a group
+    or a branch, the prefixes of each alternative of that group (a match starts with one)."""
+    run: list[str] = []
+    for op, av in items:
+        if op in _ASSERTS and not run:
+            continue
+        if op is _sre.LITERAL and av < 128:
+            run.append(chr(av))
+            continue
+        head = "".join(run).lower()
+        if op is _sre.SUBPATTERN:  # the run, then each prefix of the group ("p" + "atients")
+            return [head + p for p in _prefixes(av[-1].data)]
+        if op is _sre.BRANCH:
+            out: list[str] = []
+            for alt in av[1]:
+                out += [head + p for p in _prefixes(alt.data)]
+            return out
+        return [head]
+    return ["".join(run).lower()]
+
+
+def search(pattern: re.Pattern[str], text: str, low: str | None = None) -> re.Match[str] | None:
+    """`pattern.search(text)`, tried only where a match can start (see the module docstring)."""
+    prefixes = first_literals(pattern)
+    if prefixes is None or not text.isascii():
+        return pattern.search(text)
+    for p in _starts(prefixes, text.lower() if low is None else low):
+        m = pattern.match(text, p)
+        if m is not None:
+            return m
+    return None
+
+
+def _starts(prefixes: tuple[str, ...], low: str) -> list[int]:
+    starts: set[int] = set()
+    for pre in prefixes:
+        i = low.find(pre)
+        while i >= 0:
+            starts.add(i)
+            i = low.find(pre, i + 1)
+    return sorted(starts)
+
+
+def finditer(pattern: re.Pattern[str], text: str, low: str | None = None) -> list[re.Match[str]]:
+    """The matches `pattern.finditer(text)` yields (see the module docstring). `low`: the text
+    lower-cased when it is ASCII (computed here when not given)."""
+    prefixes = first_literals(pattern)
+    if prefixes is None or not text.isascii():
+        return list(pattern.finditer(text))
+    out, pos = [], 0
+    for p in _starts(prefixes, text.lower() if low is None else low):
+        if p < pos:
+            continue
+        m = pattern.match(text, p)
+        if m is not None:
+            out.append(m)
+            pos = m.end() if m.end() > p else p + 1
+    return out
