@@ -94,7 +94,7 @@ def check_text(
 
 
 def _check_text(text: str, idx: LedgerIndex, plan_patients: set[int]) -> ClaimReport:
-    allowed = frozenset(plan_patients or idx.patients)
+    allowed = allowed_patients(idx, plan_patients)
     claims: list[Claim] = []
     anchors: list[Anchor] = []
     vs: list[int] = []
@@ -102,10 +102,7 @@ def _check_text(text: str, idx: LedgerIndex, plan_patients: set[int]) -> ClaimRe
     for pi, (p0, para) in enumerate(paragraphs(normalise(text))):
         # each paragraph read and judged once per run (the final text repeats paragraphs of the
         # agents' texts; the statement check's digit copy differs in few paragraphs)
-        part = cached(
-            ("judged_paragraph", para, idx, allowed),
-            lambda para=para: _judged_paragraph(para, idx, allowed),
-        )
+        part = judged_paragraph(para, idx, allowed)
         claims.extend(shifted_claim(c, p0, pi, si0) for c in part.claims)
         anchors.extend(((pi, k[1], k[2]), v, pos + p0) for k, v, pos in part.anchors)
         vs.extend(part.all_visits)
@@ -113,6 +110,19 @@ def _check_text(text: str, idx: LedgerIndex, plan_patients: set[int]) -> ClaimRe
     violations = _order_violations(anchors)
     strict = 1.0 if all(a <= b for a, b in zip(vs, vs[1:], strict=False)) else 0.0
     return ClaimReport(claims, violations, 0.0 if violations else 1.0, strict)
+
+
+def judged_paragraph(para: str, idx: LedgerIndex, allowed: frozenset[int]) -> ParagraphReading:
+    """The judged claims of one paragraph (paragraph-local offsets), once per run: shared by
+    every text of the run that has the paragraph, and read-only for its callers."""
+    return cached(
+        ("judged_paragraph", para, idx, allowed), lambda: _judged_paragraph(para, idx, allowed)
+    )
+
+
+def allowed_patients(idx: LedgerIndex, plan_patients: Sequence[int] | set[int]) -> frozenset[int]:
+    """The patient ids a text may name: the plan's, else every patient of the ledger."""
+    return frozenset(plan_patients or idx.patients)
 
 
 def _judged_paragraph(para: str, idx: LedgerIndex, allowed: frozenset[int]) -> ParagraphReading:

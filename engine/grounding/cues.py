@@ -252,8 +252,12 @@ def _find_cues(text: str) -> tuple[Cue, ...]:
 
 
 def _shifted(c: Cue, d: int) -> Cue:
-    spans = tuple((a + d, b + d) for a, b in c.num_spans)
-    return Cue(c.start + d, c.end + d, c.kind, c.value, spans, c.range_end)
+    out = object.__new__(Cue)
+    out.__dict__.update(c.__dict__)  # the value is shared: cues are read-only
+    out.start, out.end = c.start + d, c.end + d
+    if c.num_spans:
+        out.num_spans = tuple([(a + d, b + d) for a, b in c.num_spans])
+    return out
 
 
 @memoised

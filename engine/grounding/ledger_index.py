@@ -16,17 +16,30 @@ class LedgerIndex:
     def __init__(self, ledger: Sequence[FactValue]):
         self.ledger = list(ledger)
         self.patients = {f.patient for f in self.ledger if f.patient is not None}
-        self.visits: dict[int | None, set[int]] = {}
+        self.items_known = {f.item for f in self.ledger if f.kind == "item" and f.item}
+        # visits per patient (None: every patient's): each value's visit, and a visit row's value
+        visits: dict[int | None, set[int]] = {}
+        every: set[int] = set()
+        for f in self.ledger:
+            v = f.visit
+            if v is not None:
+                v = int(v)
+                got = visits.get(f.patient)
+                if got is None:
+                    visits[f.patient] = {v}
+                else:
+                    got.add(v)
+                every.add(v)
+            if f.kind == "visit" and f.patient is not None:
+                v = int(f.value)
+                visits.setdefault(f.patient, set()).add(v)
+                every.add(v)
+        if every:
+            visits.setdefault(None, set()).update(every)
+        self.visits = visits
         self.dates: dict[int | None, dict[str, int | None]] = {}
         shared_day: set[tuple[int | None, str]] = set()
-        self.items_known = {f.item for f in self.ledger if f.kind == "item" and f.item}
         for f in self.ledger:
-            if f.visit is not None:
-                self.visits.setdefault(f.patient, set()).add(int(f.visit))
-                self.visits.setdefault(None, set()).add(int(f.visit))
-            if f.kind == "visit" and f.patient is not None:
-                self.visits.setdefault(f.patient, set()).add(int(f.value))
-                self.visits.setdefault(None, set()).add(int(f.value))
             if f.date:
                 for key in (f.patient, None):
                     seen = self.dates.setdefault(key, {})
@@ -43,9 +56,20 @@ class LedgerIndex:
         self.tokens = ledger_tokens(self.ledger)
         self._by_kind: dict[str, list[FactValue]] = {}
         self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}
+        by_kind, by_kp = self._by_kind, self._by_kp
         for f in self.ledger:
-            self._by_kind.setdefault(f.kind, []).append(f)
-            self._by_kp.setdefault((f.kind, f.patient), []).append(f)
+            k = f.kind
+            lst = by_kind.get(k)
+            if lst is None:
+                by_kind[k] = [f]
+            else:
+                lst.append(f)
+            kp = (k, f.patient)
+            lst = by_kp.get(kp)
+            if lst is None:
+                by_kp[kp] = [f]
+            else:
+                lst.append(f)
         self._view: FactsView | None = None
 
     @property
@@ -100,19 +124,17 @@ class LedgerIndex:
 def ledger_tokens(ledger: Sequence[FactValue]) -> set[str]:
     """N_facts: the numeric tokens of the (extended) fact table: every ledger value, patient id,
     visit index and date part; non-integer values also as shown rounded to 0, 1 and 2 decimals.
-    (Distinct numbers first, then one canonical form each: ledgers repeat ids and visits.)"""
-    nums: set[float] = set()
-    for f in ledger:
-        v = float(f.value)
-        if f.kind != "date":
-            nums.add(v)
-            if not v.is_integer():
-                for d in (0, 1, 2):
-                    nums.add(round(v, d))
-        if f.patient is not None:
-            nums.add(float(f.patient))
-        if f.visit is not None:
-            nums.add(float(f.visit))
-        if f.date:
-            nums.update(float(p) for p in f.date.split("-") if p.isdigit())
+    (Distinct values, ids, visits and dates first, then one canonical form each: ledgers repeat
+    them.)"""
+    values = {f.value for f in ledger if f.kind != "date"}
+    nums: set[float] = {float(f.patient) for f in ledger if f.patient is not None}
+    nums.update(float(f.visit) for f in ledger if f.visit is not None)
+    for v in values:
+        x = float(v)
+        nums.add(x)
+        if not x.is_integer():
+            for d in (0, 1, 2):
+                nums.add(round(x, d))
+    for date in {f.date for f in ledger if f.date}:
+        nums.update(float(p) for p in date.split("-") if p.isdigit())
     return {canonical(x) for x in nums}

@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from engine.grounding.claim import Claim
-from engine.grounding.claim_report import check_text
+from engine.grounding.claim_report import allowed_patients, check_text, judged_paragraph
 from engine.grounding.cues import Cue as _Cue
 from engine.grounding.cues import find_cues
 from engine.grounding.facts_view import FactsView, _fv
@@ -45,6 +45,8 @@ from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.lexicon import assertions, content_hits, is_neutral
 from engine.grounding.number_words import digitise
 from engine.grounding.numbers import normalise
+from engine.grounding.paragraphs import paragraphs
+from engine.grounding.run_memo import cached
 from engine.grounding.sentence_scope import _SentenceCtx
 from engine.grounding.sentence_verdict import SentenceVerdict, StatementReport
 from engine.grounding.sentences import split_sentences
@@ -84,12 +86,40 @@ def check_statements(
     original = normalise(text)
     work = _homographs(digitise(original))
     rep = check_text(work, idx, list(plan_patients))
-    cues = find_cues(work)
     only_patient = (
         plan_patients[0]
         if len(plan_patients) == 1
         else (view.patients[0] if len(view.patients) == 1 else None)
     )
+    allowed = allowed_patients(idx, plan_patients)
+    phrases = tuple(masked_phrases)
+    out: list[SentenceVerdict] = []
+    # each paragraph on its own (paragraphs.py), once per run: the work copy keeps every offset
+    for pi, (p0, wpara) in enumerate(paragraphs(work)):
+        opara = original[p0 : p0 + len(wpara)]
+        part = cached(
+            ("statements_paragraph", opara, wpara, idx, allowed, only_patient, phrases),
+            lambda opara=opara, wpara=wpara: _paragraph_verdicts(
+                opara, wpara, idx, allowed, only_patient, phrases
+            ),
+        )
+        out.extend(_shifted_verdict(v, p0, pi) for v in part)
+    return StatementReport(original, out, rep)
+
+
+def _paragraph_verdicts(
+    original: str,
+    work: str,
+    idx: LedgerIndex,
+    allowed: frozenset[int],
+    only_patient: int | None,
+    masked_phrases: Sequence[str],
+) -> tuple[SentenceVerdict, ...]:
+    """The verdicts of one paragraph's sentences (paragraph-local spans): `original` as written,
+    `work` the same paragraph with number words as digits."""
+    view = idx.view
+    rep_claims = judged_paragraph(work, idx, allowed).claims
+    cues = find_cues(work)
     masked = _masked_spans(work, cues, masked_phrases)
     quoted = _masked_spans(work, [], masked_phrases)  # the contexts' own wording (red-flag whys)
     # a domain named inside a quoted rule ("drives quality of life") is not what a word is about;
@@ -103,7 +133,7 @@ def check_statements(
     ]
     out: list[SentenceVerdict] = []
     in_sentence = _SpanSlicer(cues)
-    claims_in = _SpanSlicer(rep.claims)
+    claims_in = _SpanSlicer(rep_claims)
     for pi, s0, s1 in split_sentences(work):
         sent = original[s0:s1]
         if not sent.strip():
@@ -147,7 +177,25 @@ def check_statements(
         if v.reasons:
             v.status = "unsupported"
         out.append(v)
-    return StatementReport(original, out, rep)
+    return tuple(out)
+
+
+def _shifted_verdict(v: SentenceVerdict, d: int, paragraph: int) -> SentenceVerdict:
+    """A copy of a paragraph's verdict at offset `d` of its text (its own lists: the whole-text
+    checks of verify.py add reasons to a copy, never to the run's shared paragraph verdict)."""
+    facts = [
+        {**f, "span": [f["span"][0] + d, f["span"][1] + d]} if "claim" in f else dict(f)
+        for f in v.facts
+    ]
+    return SentenceVerdict(
+        v.text,
+        (v.span[0] + d, v.span[1] + d),
+        v.status,
+        list(v.reasons),
+        facts,
+        list(v.categories),
+        paragraph,
+    )
 
 
 #: "Patients 3, 8, and 3.25": a decimal in a list of patient ids

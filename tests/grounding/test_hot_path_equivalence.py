@@ -387,3 +387,82 @@ def test_literal_scan_equals_finditer():
             assert (first and first.span()) == (p.search(text) and p.search(text).span())
             n += len(got)
     assert n > 500
+
+
+def test_statement_verdicts_are_the_same_with_and_without_the_run_memo():
+    """Sentence verdicts are composed from per-paragraph verdicts (once per run); a text that
+    repeats a paragraph gets its own copies, equal to those computed without the memo, and a
+    reason added to one text's verdict (verify.py's whole-text checks do) stays in that text."""
+    from engine.grounding.ledger_index import LedgerIndex
+    from engine.grounding.statements import check_statements
+    from engine.types import FactValue
+
+    ledger = [
+        FactValue("score", 26, 6, 1, "motor", date="2021-03-13"),
+        FactValue("score", 23, 6, 2, "motor", date="2021-05-09"),
+        FactValue("score", 21, 6, 4, "motor", date="2021-08-29"),
+        FactValue("cumulative", -3, 6, 2, "motor"),
+        FactValue("cumulative", -5, 6, 4, "motor"),
+        FactValue("threshold", 3.25, None, None, "motor"),
+        FactValue("visit", 1, 6, 1),
+        FactValue("visit", 2, 6, 2),
+        FactValue("visit", 4, 6, 4),
+    ]
+    idx = LedgerIndex(ledger)
+    paras = PARA_TEXT.split("\n\n")
+    a = PARA_TEXT
+    b = paras[2] + "\n\nPatient 6 takes levodopa.\n\n" + paras[0]
+
+    def flat(rep):
+        return [(v.span, v.status, v.reasons, v.facts, v.paragraph) for v in rep.sentences]
+
+    plain = [flat(check_statements(t, idx, [6])) for t in (a, b)]
+    with run_memo():
+        ra = check_statements(a, idx, [6])
+        ra.sentences[0].reasons.append("added by a whole-text check")
+        rb = check_statements(b, idx, [6])
+    assert flat(rb) == plain[1]
+    assert flat(ra)[1:] == plain[0][1:]
+    assert any(v[1] == "unsupported" for v in plain[1]) and any(v[3] for v in plain[1])
+
+
+def test_ledger_index_tokens_and_visits_equal_the_per_value_loop():
+    """The index's tokens and visits, built from distinct values, equal the per-value loop."""
+    import random
+
+    from engine.grounding.ledger_index import LedgerIndex
+    from engine.grounding.numbers import canonical
+    from engine.types import FactValue
+
+    rng = random.Random(5)
+    kinds = ["score", "item", "delta", "visit", "date", "threshold", "slope"]
+    ledger = []
+    for _ in range(400):
+        kind = rng.choice(kinds)
+        patient = rng.choice([None, 1, 2, 3, 44])
+        visit = rng.choice([None, 1, 2, 3, 7])
+        value = rng.choice([0, 1, 2.5, -3, 3.25, 0.125, 14, 2021, 7.0])
+        date = rng.choice([None, "2021-03-13", "2022-11-02", "2021-03"])
+        ledger.append(FactValue(kind, value, patient, visit, "motor", date=date))
+    idx = LedgerIndex(ledger)
+    nums: set[float] = set()
+    visits: dict = {}
+    for f in ledger:
+        v = float(f.value)
+        if f.kind != "date":
+            nums.add(v)
+            if not v.is_integer():
+                nums.update(round(v, d) for d in (0, 1, 2))
+        if f.patient is not None:
+            nums.add(float(f.patient))
+        if f.visit is not None:
+            nums.add(float(f.visit))
+            visits.setdefault(f.patient, set()).add(int(f.visit))
+            visits.setdefault(None, set()).add(int(f.visit))
+        if f.kind == "visit" and f.patient is not None:
+            visits.setdefault(f.patient, set()).add(int(f.value))
+            visits.setdefault(None, set()).add(int(f.value))
+        if f.date:
+            nums.update(float(p) for p in f.date.split("-") if p.isdigit())
+    assert idx.tokens == {canonical(x) for x in nums}
+    assert idx.visits == visits
