@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from engine.grounding import literal_scan
@@ -169,7 +169,7 @@ def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
             before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, 1))
-    for m in _PREVIOUS_VISIT.finditer(text):
+    for m in literal_scan.finditer(_PREVIOUS_VISIT, text):
         if taken.mark(m.start(), m.end()):
             cues.append(Cue(m.start(), m.end(), "ref_visit", "previous"))
     for m in literal_scan.finditer(LATEST_RE, text):
@@ -184,7 +184,7 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
     # others without running them (same cues, a fraction of the regex scans)
     low = text.lower() if text.isascii() else None
     # the words of every phrase that occur in the text, found once (not once per phrase)
-    present = {w for w in _item_words() if w in low} if low is not None else set()
+    present = _present_item_words(low) if low is not None else frozenset()
     for (pat, codes, doms), words, need in zip(
         item_vocabulary(), item_literals(), _item_word_sets(), strict=True
     ):
@@ -208,6 +208,28 @@ def _item_word_sets() -> tuple[frozenset[str], ...]:
 @cache
 def _item_words() -> frozenset[str]:
     return frozenset(w for words in item_literals() for w in words)
+
+
+@cache
+def _item_word_runs() -> re.Pattern[str]:
+    """Runs of the characters item words are made of: an item word found in a text lies inside
+    one run (it has no other character), so the words of a text are those of its runs."""
+    chars = "".join(sorted(set("".join(_item_words()))))
+    return re.compile(f"[{re.escape(chars)}]+")
+
+
+@lru_cache(maxsize=16384)
+def _item_words_in(run: str) -> frozenset[str]:
+    return frozenset(w for w in _item_words() if w in run)
+
+
+def _present_item_words(low: str) -> frozenset[str]:
+    """The item words that occur in the lower-cased text (`{w for w in words if w in low}`),
+    found run by run; a run's words are cached (texts repeat their runs: "motor", "visit")."""
+    out: set[str] = set()
+    for run in set(_item_word_runs().findall(low)):
+        out |= _item_words_in(run)
+    return frozenset(out)
 
 
 def _item_matches(

@@ -34,11 +34,15 @@ def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
 
 def _prefixes(items: Any) -> list[str]:
     """Literal prefixes of a parsed sequence: a run of literals, or, when it starts with a group
-    or a branch, the prefixes of each alternative of that group (a match starts with one)."""
+    or a branch, the prefixes of each alternative of that group (a match starts with one); an
+    optional part at the start adds the prefixes of what follows it."""
     run: list[str] = []
-    for op, av in items:
+    items = list(items)
+    for i, (op, av) in enumerate(items):
         if op in _ASSERTS and not run:
             continue
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and not run and av[0] == 0:
+            return _prefixes(av[2].data) + _prefixes(items[i + 1 :])
         if op is _sre.LITERAL and av < 128:
             run.append(chr(av))
             continue

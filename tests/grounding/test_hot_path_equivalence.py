@@ -466,3 +466,16 @@ def test_ledger_index_tokens_and_visits_equal_the_per_value_loop():
             nums.update(float(p) for p in f.date.split("-") if p.isdigit())
     assert idx.tokens == {canonical(x) for x in nums}
     assert idx.visits == visits
+
+
+def test_item_words_found_by_runs_equal_the_substring_test():
+    """The item words of a text, found run by run (cached per run of word characters), are
+    exactly the words that occur in it as substrings."""
+    words = cues_mod._item_words()
+    texts = TEXTS + KIND_TEXTS + [PARA_TEXT]
+    texts += [t.upper() for t in texts] + [t.replace(" ", "") for t in texts]
+    texts += ["np3gait;walking_prob.1(mobility)/lip/jaw,bed,pdq8_6", "tremortremor rest-tremor"]
+    for text in texts:
+        low = text.lower()
+        if text.isascii():
+            assert cues_mod._present_item_words(low) == {w for w in words if w in low}, text[:60]
