@@ -121,6 +121,7 @@ def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
         engine = engine_factory.open_engine(_cfg)
     except KBMissingError as e:
         raise KBUnavailable(str(e)) from e
+    engine_factory.settle_heap()  # the engine lives as long as the process (issue 16)
     gate = RunGate.for_backend(_cfg.llm, _cfg.max_concurrent_runs)
     return EngineHandle(engine, engine.kb, _cfg.llm, gate)
 

@@ -62,7 +62,12 @@ _GAP_PUNCT = re.compile(r"[\s,:=-]*")
 
 
 def sentences(text: str) -> list[tuple[int, int, int]]:
-    """(paragraph index, start, end) of each sentence."""
+    """(paragraph index, start, end) of each sentence (once per text within an engine run)."""
+    return list(_sentences(text))
+
+
+@memoised
+def _sentences(text: str) -> tuple[tuple[int, int, int], ...]:
     out = []
     for pi, (pstart, para) in enumerate(paragraphs(text)):
         last = 0
@@ -80,7 +85,7 @@ def sentences(text: str) -> list[tuple[int, int, int]]:
             last = sm.end()
         if last < len(para):
             out.append((pi, pstart + last, pstart + len(para)))
-    return out
+    return tuple(out)
 
 
 class _Taken:

@@ -143,12 +143,40 @@ def _hits_within(text: str, within: str) -> tuple[ContentHit, ...]:
 
 @memoised
 def _present_parts(text: str) -> dict[str, tuple[int, ...]]:
-    """category -> the alternatives whose literal prefix occurs in the lower-cased ASCII text."""
+    """category -> the alternatives whose literal prefix occurs in the lower-cased ASCII text.
+    A prefix of letters only occurs in the text iff it occurs in one of its runs of letters: the
+    runs' prefixes are cached (texts repeat their words); other prefixes are looked up directly."""
     low = text.lower()
+    words: set[str] = set()
+    for run in set(_LETTER_RUN.findall(low)):
+        words |= _letter_prefixes_in(run)
     return {
-        cat: tuple(i for i, pre in enumerate(prefixes) if pre in low)
+        cat: tuple(
+            i
+            for i, pre in enumerate(prefixes)
+            if (pre in words if pre in _letter_prefixes() else pre in low)
+        )
         for cat, (_parts, prefixes) in _content_parts().items()
     }
+
+
+_LETTER_RUN = re.compile(r"[a-z]+")
+
+
+@cache
+def _letter_prefixes() -> frozenset[str]:
+    """The content prefixes made of ASCII letters only (non-empty)."""
+    return frozenset(
+        pre
+        for _parts, prefixes in _content_parts().values()
+        for pre in prefixes
+        if pre and pre.isascii() and pre.isalpha()
+    )
+
+
+@lru_cache(maxsize=16384)
+def _letter_prefixes_in(run: str) -> frozenset[str]:
+    return frozenset(pre for pre in _letter_prefixes() if pre in run)
 
 
 def _scan(

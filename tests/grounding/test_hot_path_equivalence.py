@@ -479,3 +479,22 @@ def test_item_words_found_by_runs_equal_the_substring_test():
         low = text.lower()
         if text.isascii():
             assert cues_mod._present_item_words(low) == {w for w in words if w in low}, text[:60]
+
+
+def test_present_content_prefixes_by_letter_runs_equal_the_substring_test():
+    from engine.grounding.lexicon import _content_parts, _present_parts
+
+    texts = TEXTS + KIND_TEXTS + [PARA_TEXT, "l-dopa; Dr. X, aged 70; msd2 trial drug; h&y 3"]
+    texts += [t.upper() for t in texts]
+    n = 0
+    for text in texts:
+        if not text.isascii():
+            continue
+        low = text.lower()
+        want = {
+            cat: tuple(i for i, pre in enumerate(prefixes) if pre in low)
+            for cat, (_parts, prefixes) in _content_parts().items()
+        }
+        assert _present_parts(text) == want, text[:60]
+        n += sum(len(v) for v in want.values())
+    assert n > 100
