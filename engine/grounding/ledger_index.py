@@ -79,6 +79,10 @@ class LedgerIndex:
             self._view = FactsView(self.ledger)
         return self._view
 
+    def of_kind(self, kind: str) -> list[FactValue]:
+        """The ledger's values of one kind, in ledger order (read-only)."""
+        return self._by_kind.get(kind, [])
+
     def find(
         self, kinds: Iterable[str], *, patient=None, visit=None, domain=None, items=None
     ) -> list[FactValue]:

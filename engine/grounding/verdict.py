@@ -73,9 +73,7 @@ def _judge_date(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
     elif hits:
         cl.status = "correct"
         cl.matched = [
-            f
-            for f in idx.ledger
-            if f.kind == "date" and f.date in hits and cl.patient in (None, f.patient)
+            f for f in idx.of_kind("date") if f.date in hits and cl.patient in (None, f.patient)
         ]
     else:
         cl.status = "wrong"
