@@ -147,31 +147,42 @@ def _present_parts(text: str) -> dict[str, tuple[int, ...]]:
     A prefix of letters only occurs in the text iff it occurs in one of its runs of letters: the
     runs' prefixes are cached (texts repeat their words); other prefixes are looked up directly."""
     low = text.lower()
+    letters, others = _prefix_slots()
+    found: dict[str, list[int]] = {cat: [] for cat in _content_parts()}
     words: set[str] = set()
     for run in set(_LETTER_RUN.findall(low)):
         words |= _letter_prefixes_in(run)
-    return {
-        cat: tuple(
-            i
-            for i, pre in enumerate(prefixes)
-            if (pre in words if pre in _letter_prefixes() else pre in low)
-        )
-        for cat, (_parts, prefixes) in _content_parts().items()
-    }
+    for pre in words:
+        for cat, i in letters[pre]:
+            found[cat].append(i)
+    for pre, slots in others.items():
+        if pre in low:
+            for cat, i in slots:
+                found[cat].append(i)
+    return {cat: tuple(sorted(ix)) for cat, ix in found.items()}
 
 
 _LETTER_RUN = re.compile(r"[a-z]+")
 
 
 @cache
+def _prefix_slots() -> tuple[
+    dict[str, tuple[tuple[str, int], ...]], dict[str, tuple[tuple[str, int], ...]]
+]:
+    """(letters-only prefix -> its (category, alternative) slots, every other prefix -> its)."""
+    slots: dict[str, list[tuple[str, int]]] = {}
+    for cat, (_parts, prefixes) in _content_parts().items():
+        for i, pre in enumerate(prefixes):
+            slots.setdefault(pre, []).append((cat, i))
+    letters = {p: tuple(v) for p, v in slots.items() if p and p.isascii() and p.isalpha()}
+    others = {p: tuple(v) for p, v in slots.items() if p not in letters}
+    return letters, others
+
+
+@cache
 def _letter_prefixes() -> frozenset[str]:
     """The content prefixes made of ASCII letters only (non-empty)."""
-    return frozenset(
-        pre
-        for _parts, prefixes in _content_parts().values()
-        for pre in prefixes
-        if pre and pre.isascii() and pre.isalpha()
-    )
+    return frozenset(_prefix_slots()[0])
 
 
 @lru_cache(maxsize=16384)
