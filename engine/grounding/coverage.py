@@ -194,13 +194,13 @@ def coverage(
 def _items_named(report: StatementReport) -> set[str]:
     """Item codes named in sentences that are not unsupported (a red flag listed by name, e.g.
     "current red flags (pain)", states the flag)."""
-    from engine.grounding.cues import find_cues
+    from engine.grounding.cues import item_cues
 
     in_ok = _SpanTest([s.span for s in report.sentences if s.status != "unsupported"])
     out: set[str] = set()
-    for c in find_cues(report.text):
-        if c.kind == "item" and in_ok(c.start):
-            out |= set(c.value[0])
+    for start, _end, value in item_cues(report.text):
+        if in_ok(start):
+            out |= set(value[0])
     return out
 
 

@@ -260,6 +260,18 @@ _ITEM_PREFIX = r"(?<![\w-])"
 _PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
 
 
+def item_cues(text: str) -> list[tuple[int, int, Any]]:
+    """(start, end, value) of each item cue of `text`, at the text's offsets: the paragraphs'
+    item cues, without building the text's other cues (coverage and the flag-list check read only
+    these)."""
+    return [
+        (c.start + p0, c.end + p0, c.value)
+        for p0, para in paragraphs(text)
+        for c in _paragraph_cues(para)
+        if c.kind == "item"
+    ]
+
+
 def find_cues(text: str) -> list[Cue]:
     """Every cue of `text`, in text order (patients, then visits, items and domains claim their
     spans in that order of precedence; punctuation inside a cue is not a cue). Computed once per

@@ -12,6 +12,7 @@ import re
 
 from text_to_num import text2num
 
+from engine.grounding import literal_scan
 from engine.vocabulary import RANK_ORDINALS, TENS_WORDS, UNIT_WORDS
 
 UNITS = UNIT_WORDS
@@ -43,7 +44,8 @@ def _suffix(n: int) -> str:
 def number_words(text: str) -> list[tuple[int, int, int, str]]:
     """(start, end, value, digits) of each number word that counts or ranks something."""
     out = []
-    for m in CARDINAL_RE.finditer(text):
+    low = text.lower() if text.isascii() else None
+    for m in literal_scan.finditer(CARDINAL_RE, text, low):
         word = m.group(0)
         if word.lower() in ("one", "zero", "a"):
             continue  # "one selected visit", "one of": too often not a count to read as 1
@@ -52,7 +54,7 @@ def number_words(text: str) -> list[tuple[int, int, int, str]]:
         except ValueError:
             continue
         out.append((m.start(), m.end(), value, str(value)))
-    for m in ORDINAL_RE.finditer(text):
+    for m in literal_scan.finditer(ORDINAL_RE, text, low):
         n = ORDINALS[m.group(1).lower()]
         before = text[max(0, m.start() - 20) : m.start()]
         if RANK_BEFORE.search(before) or ORD_AFTER.match(text[m.end() : m.end() + 20]):

@@ -202,7 +202,9 @@ def paper_tokens(text: str) -> list[str]:
     and % dropped; a date contributes its year, month and day as separate tokens, as a plain
     digit regex over the text would)."""
     toks: list[str] = []
-    for t in extract_numbers(text):
+    # each paragraph's tokens (only values and kinds are read: no shift to the text's offsets)
+    paras = [_paragraph_numbers(para) for _p0, para in paragraphs(normalise(text))]
+    for t in (t for part in paras for t in part):
         if t.kind == "date" and t.date:
             toks.extend(canonical(float(p)) for p in t.date.split("-"))
         else:

@@ -95,9 +95,9 @@ def _check_current_flag_list(rep, final_facts) -> None:
     """ "current red flags (A, B)" (the facts text's To-monitor list, a listed form) holds only
     when every item it names is a current red flag (a red flag at the latest visit) of the
     patient the sentence is about (the last patient named before it, else any patient)."""
-    from engine.grounding.cues import find_cues
+    from engine.grounding.cues import item_cues
 
-    cues = [c for c in find_cues(rep.text) if c.kind == "item"]
+    cues = item_cues(rep.text)
     for s in rep.sentences:
         for m in CURRENT_FLAG_LIST.finditer(rep.text, s.span[0], s.span[1]):
             named = PATIENT.findall(rep.text, 0, s.span[0])
@@ -106,10 +106,10 @@ def _check_current_flag_list(rep, final_facts) -> None:
                 for k in final_facts
                 if k.kind == "red_flag" and (not named or k.patient == int(named[-1]))
             }
-            for c in cues:
-                if not m.start(1) <= c.start < m.end(1):
+            for start, _end, value in cues:
+                if not m.start(1) <= start < m.end(1):
                     continue
-                codes, _doms, phrase = c.value
+                codes, _doms, phrase = value
                 if codes and not set(codes) & current:
                     s.status = "unsupported"
                     s.reasons.append(

@@ -356,7 +356,10 @@ def _scan_patterns():
     pats += [p for p, _r in content_patterns().values()] + [p for p, _l in direction_patterns()]
     from engine.grounding import numbers, screening
 
+    from engine.grounding import number_words
+
     pats += [*numbers.DATE_PATTERNS, numbers._MONTH_WORD, screening.PATIENT_CUE]
+    pats += [number_words.CARDINAL_RE, number_words.ORDINAL_RE]
     pats += [p for _r, _m, p in screening.RULES]
     return pats
 
@@ -374,6 +377,7 @@ def test_literal_scan_equals_finditer():
     pieces = sorted({w for p in pats for w in (literal_scan.first_literals(p) or ())})
     pieces += [" ", "  ", "s", "es", "-", ".", ",", "(", ")", "3", "12", "visit 2", "\n", "_", "x"]
     pieces += ["2021", "1999", "-03-", "/", "15", " 2020", "mg", "should ", " be started", "'s"]
+    pieces += ["twenty", "-one", " hundred", " and ", "third", "ranked "]
     rng = random.Random(11)
     texts = TEXTS + KIND_TEXTS + [PARA_TEXT]
     texts += [t.upper() for t in texts] + [t.title() for t in texts]
