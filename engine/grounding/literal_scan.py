@@ -27,9 +27,9 @@ def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     case-sensitive pattern a lower-cased prefix would also find other cases (harmless: the
     pattern is still tried), so the set stays a superset of the starts."""
     out = _prefixes(_sre_parse(pattern.pattern, pattern.flags).data)
-    if not out or any(not p for p in out):
+    if any(not p for p in out):
         return None
-    return tuple(sorted(set(out)))
+    return tuple(sorted(set(out)))  # empty: no alternative can start in an ASCII text
 
 
 def _prefixes(items: Any) -> list[str]:
@@ -46,6 +46,8 @@ def _prefixes(items: Any) -> list[str]:
         if op is _sre.LITERAL and av < 128:
             run.append(chr(av))
             continue
+        if op is _sre.LITERAL and not run and chr(av).lower() == chr(av).upper():
+            return []  # a character without case beyond ASCII ("\u2265"): no ASCII text has it
         head = "".join(run).lower()
         if op is _sre.SUBPATTERN:  # the run, then each prefix of the group ("p" + "atients")
             return [head + p for p in _prefixes(av[-1].data)]
@@ -63,35 +65,42 @@ def search(pattern: re.Pattern[str], text: str, low: str | None = None) -> re.Ma
     prefixes = first_literals(pattern)
     if prefixes is None or not text.isascii():
         return pattern.search(text)
-    for p in _starts(prefixes, text.lower() if low is None else low):
+    for p in _starts(prefixes, text.lower() if low is None else low, 0, len(text)):
         m = pattern.match(text, p)
         if m is not None:
             return m
     return None
 
 
-def _starts(prefixes: tuple[str, ...], low: str) -> list[int]:
+def _starts(prefixes: tuple[str, ...], low: str, pos: int, endpos: int) -> list[int]:
     starts: set[int] = set()
     for pre in prefixes:
-        i = low.find(pre)
+        i = low.find(pre, pos, endpos)
         while i >= 0:
             starts.add(i)
-            i = low.find(pre, i + 1)
+            i = low.find(pre, i + 1, endpos)
     return sorted(starts)
 
 
-def finditer(pattern: re.Pattern[str], text: str, low: str | None = None) -> list[re.Match[str]]:
-    """The matches `pattern.finditer(text)` yields (see the module docstring). `low`: the text
-    lower-cased when it is ASCII (computed here when not given)."""
+def finditer(
+    pattern: re.Pattern[str],
+    text: str,
+    low: str | None = None,
+    pos: int = 0,
+    endpos: int | None = None,
+) -> list[re.Match[str]]:
+    """The matches `pattern.finditer(text, pos, endpos)` yields (see the module docstring).
+    `low`: the text lower-cased when it is ASCII (computed here when not given)."""
+    end = len(text) if endpos is None else min(endpos, len(text))
     prefixes = first_literals(pattern)
     if prefixes is None or not text.isascii():
-        return list(pattern.finditer(text))
-    out, pos = [], 0
-    for p in _starts(prefixes, text.lower() if low is None else low):
-        if p < pos:
+        return list(pattern.finditer(text, pos, end))
+    out, at = [], pos
+    for p in _starts(prefixes, text.lower() if low is None else low, pos, end):
+        if p < at:
             continue
-        m = pattern.match(text, p)
+        m = pattern.match(text, p, end)
         if m is not None:
             out.append(m)
-            pos = m.end() if m.end() > p else p + 1
+            at = m.end() if m.end() > p else p + 1
     return out

@@ -12,6 +12,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from engine.grounding import literal_scan
 from engine.grounding.claim import Claim
 from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next_domain, sentences
 from engine.grounding.ledger_index import LedgerIndex
@@ -102,8 +103,10 @@ def read_paragraph(para: str, idx: LedgerIndex) -> ParagraphReading:
     cues = find_cues(para)
     patient = None
     spans = sentences(para)
+    low = para.lower() if para.isascii() else None
     for si, (pi, s0, s1) in enumerate(spans):
         reader = _SentenceReader(para, idx, out, pi, si, s0, s1, cues, tokens, patient)
+        reader.low = low
         reader.read()
         out.claims.extend(reader.claims)
         patient = reader.scope.patient if not reader.stack else reader.stack[0].patient
@@ -156,6 +159,7 @@ class _SentenceReader:
         self.bound_visit_spans: set[int] = set()
         self.last_date_end: int | None = None
         self.postfix_visits: set[int] = set()  # visit cues bound to the number before them
+        self.low: str | None = None  # the text lower-cased when ASCII (literal_scan)
 
     def read(self) -> None:
         events: list[tuple[int, int, int]] = [(c.start, 0, i) for i, c in enumerate(self.cues)]
@@ -169,7 +173,7 @@ class _SentenceReader:
                 self._on_date(self.value_toks[i])
             else:
                 self._on_value(self.value_toks[i], i)
-        _bind_directions(self.text, self.s0, self.s1, self.claims, self.cues)
+        _bind_directions(self.text, self.s0, self.s1, self.claims, self.cues, self.low)
 
     def _cues_in(self, a: int, b: int) -> list[Cue]:
         """The sentence's cues that start in [a, b), in text order (bisect over their starts)."""
@@ -408,7 +412,9 @@ def _direction_sign(word: str, before: str) -> int | None:
     return None
 
 
-def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: list[Cue]) -> None:
+def _bind_directions(
+    text: str, s0: int, s1: int, claims: list[Claim], s_cues: list[Cue], low: str | None = None
+) -> None:
     """A direction word binds to the nearest change claim before it in the sentence (else the
     next one after it)."""
     changes = [c for c in claims if c.role == "value" and c.kind in SIGNED_KINDS]
@@ -418,7 +424,7 @@ def _bind_directions(text: str, s0: int, s1: int, claims: list[Claim], s_cues: l
     def between(a: int, b: int, kinds: tuple[str, ...]) -> bool:
         return any(a <= c.start < b and c.kind in kinds for c in s_cues)
 
-    for m in DIRECTION_RE.finditer(text, s0, s1):
+    for m in literal_scan.finditer(DIRECTION_RE, text, low, s0, s1):
         before = text[max(s0, m.start() - 25) : m.start()].lower()
         if _NEGATED_BEFORE.search(before[-12:]):
             continue

@@ -30,6 +30,8 @@ class _SentenceCtx:
     all_cues: list[_Cue]
     #: the sentence's domain and item cues, in text order
     subject_cues: list[_Cue] = field(init=False)
+    #: the text lower-cased when it is ASCII (literal_scan), None otherwise
+    low: str | None = None
 
     def __post_init__(self) -> None:
         self.subject_cues = [c for c in self.cues if c.kind in ("domain", "item")]

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from engine.grounding import literal_scan
 from engine.grounding.claim import Claim
 from engine.grounding.claim_report import allowed_patients, check_text, judged_paragraph
 from engine.grounding.cues import Cue as _Cue
@@ -134,6 +135,7 @@ def _paragraph_verdicts(
     out: list[SentenceVerdict] = []
     in_sentence = _SpanSlicer(cues)
     claims_in = _SpanSlicer(rep_claims)
+    wlow = work.lower() if work.isascii() else None
     for pi, s0, s1 in split_sentences(work):
         sent = original[s0:s1]
         if not sent.strip():
@@ -143,7 +145,7 @@ def _paragraph_verdicts(
             v.status = "neutral"
             out.append(v)
             continue
-        ctx = _SentenceCtx(work, s0, s1, pi, in_sentence(s0, s1), cues)
+        ctx = _SentenceCtx(work, s0, s1, pi, in_sentence(s0, s1), cues, wlow)
         claims = claims_in(s0, s1)
         asserted = 0
         period_spans = _check_periods(ctx, view, only_patient, v)
@@ -165,7 +167,7 @@ def _paragraph_verdicts(
                 continue  # an item label or the contexts' own wording, not the writer's
             v.reasons.append(f"'{h.text}': {h.reason}")
             v.categories.append(h.category)
-        for m in _ID_LIST_DECIMAL.finditer(work, s0, s1):
+        for m in literal_scan.finditer(_ID_LIST_DECIMAL, work, wlow, s0, s1):
             v.reasons.append(f"'{m.group(1)}' in a list of patient ids is not a patient id")
             v.categories.append("patient")
         asserted += _check_words(ctx, view, claims, only_patient, v)

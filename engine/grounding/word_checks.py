@@ -9,6 +9,7 @@ import datetime as dt
 import re
 from functools import lru_cache
 
+from engine.grounding import literal_scan
 from engine.grounding.claim import Claim
 from engine.grounding.facts_view import FactsView, _fv, _num
 from engine.grounding.lexicon import (
@@ -102,7 +103,7 @@ def _direction_words(ctx: _SentenceCtx) -> list[tuple[int, int, str, str]]:
     for (pat, label), pre in zip(direction_patterns(), direction_prefixes(), strict=True):
         if low is not None and pre not in low:
             continue
-        for m in pat.finditer(ctx.text, ctx.s0, ctx.s1):
+        for m in literal_scan.finditer(pat, ctx.text, ctx.low, ctx.s0, ctx.s1):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             word = m.group(0)
@@ -322,7 +323,7 @@ SEVERITY_SKIP_AFTER = re.compile(
 def _check_severity(ctx, view, claims, only_patient, v) -> int:
     updrs_words, pdq_words, dom_words = severity_words()
     n = 0
-    for m in SEVERITY_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+    for m in literal_scan.finditer(SEVERITY_RE, ctx.text, ctx.low, ctx.s0, ctx.s1):
         word = m.group(1).lower()
         after = ctx.text[m.end() : m.end() + 30]
         before = ctx.text[max(ctx.s0, m.start() - 20) : m.start()]
@@ -537,7 +538,7 @@ def _metric(view: FactsView, p: int, dom, items, visit: int | None, change: bool
 def _check_comparisons(ctx, view, only_patient, v) -> int:
     comp, sup = comparative_words()
     n = 0
-    for m in COMPARATIVE_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+    for m in literal_scan.finditer(COMPARATIVE_RE, ctx.text, ctx.low, ctx.s0, ctx.s1):
         if re.match(r"\s*[-+]?\d", ctx.text[m.end() : m.end() + 6]):
             continue  # "more than 2 points": a bound, judged with the number
         sign = comp[m.group(1).lower()]
@@ -610,7 +611,7 @@ def _check_comparisons(ctx, view, only_patient, v) -> int:
                     "comparison",
                     f"'{m.group(0)}' ({phrase}): the facts give {_num(xa)} against {_num(xb)}",
                 )
-    for m in SUPERLATIVE_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+    for m in literal_scan.finditer(SUPERLATIVE_RE, ctx.text, ctx.low, ctx.s0, ctx.s1):
         after = ctx.text[m.end() : m.end() + 60]
         if re.match(r"\s+(?:closely|recent|likely|often)\b", after, re.I):
             continue
@@ -757,7 +758,7 @@ def _named_visit_only(cues) -> bool:
 
 def _check_periods(ctx, view, only_patient, v) -> list[tuple[int, int]]:
     spans = []
-    for m in PERIOD_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+    for m in literal_scan.finditer(PERIOD_RE, ctx.text, ctx.low, ctx.s0, ctx.s1):
         n_claim = int(m.group(1)) if m.group(1) else 1
         unit = m.group(2).lower().rstrip("s")
         ps = _who(ctx, m.start(), only_patient)
@@ -802,7 +803,7 @@ def _check_zero_latest(ctx, view, only_patient, v) -> int:
     of the span is 0); "... while other parts were not" (another MDS-UPDRS part of the patient
     scored above 0)."""
     n = 0
-    for m in ZERO_RE.finditer(ctx.text, ctx.s0, ctx.s1):
+    for m in literal_scan.finditer(ZERO_RE, ctx.text, ctx.low, ctx.s0, ctx.s1):
         if re.search(
             r"\b(?:parts?|items?|some|every)\b[^.;:]{0,20}$", ctx.text[ctx.s0 : m.start()], re.I
         ):

@@ -360,6 +360,11 @@ def _scan_patterns():
 
     pats += [*numbers.DATE_PATTERNS, numbers._MONTH_WORD, screening.PATIENT_CUE]
     pats += [number_words.CARDINAL_RE, number_words.ORDINAL_RE]
+    from engine.grounding import statements, word_checks
+
+    pats += [word_checks.SEVERITY_RE, word_checks.COMPARATIVE_RE, word_checks.SUPERLATIVE_RE]
+    pats += [word_checks.PERIOD_RE, word_checks.ZERO_RE, statements._ID_LIST_DECIMAL]
+    pats += [cues_mod._ANY_KIND_BEFORE, cues_mod._ANY_KIND_AFTER]
     pats += [p for _r, _m, p in screening.RULES]
     return pats
 
@@ -377,7 +382,7 @@ def test_literal_scan_equals_finditer():
     pieces = sorted({w for p in pats for w in (literal_scan.first_literals(p) or ())})
     pieces += [" ", "  ", "s", "es", "-", ".", ",", "(", ")", "3", "12", "visit 2", "\n", "_", "x"]
     pieces += ["2021", "1999", "-03-", "/", "15", " 2020", "mg", "should ", " be started", "'s"]
-    pieces += ["twenty", "-one", " hundred", " and ", "third", "ranked "]
+    pieces += ["twenty", "-one", " hundred", " and ", "third", "ranked ", "the ", " than ", "zero"]
     rng = random.Random(11)
     texts = TEXTS + KIND_TEXTS + [PARA_TEXT]
     texts += [t.upper() for t in texts] + [t.title() for t in texts]
@@ -389,6 +394,10 @@ def test_literal_scan_equals_finditer():
             assert got == [m.span() for m in p.finditer(text)], (p.pattern[:60], text[:80])
             first = literal_scan.search(p, text)
             assert (first and first.span()) == (p.search(text) and p.search(text).span())
+            a = rng.randint(0, len(text))
+            b = rng.randint(a, len(text))
+            window = [m.span() for m in literal_scan.finditer(p, text, None, a, b)]
+            assert window == [m.span() for m in p.finditer(text, a, b)], (p.pattern[:60], a, b)
             n += len(got)
     assert n > 500
 
