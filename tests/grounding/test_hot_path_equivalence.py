@@ -354,9 +354,7 @@ def _scan_patterns():
     pats += [voc.PATIENT_RE, voc.PATIENTS_RE, voc.VISITS_RE, voc.BASELINE_RE, voc.LATEST_RE]
     pats += [voc.DIRECTION_RE, voc.ORD_VISIT_RE, cues_mod._PREVIOUS_VISIT]
     pats += [p for p, _r in content_patterns().values()] + [p for p, _l in direction_patterns()]
-    from engine.grounding import numbers, screening
-
-    from engine.grounding import number_words
+    from engine.grounding import number_words, numbers, screening
 
     pats += [*numbers.DATE_PATTERNS, numbers._MONTH_WORD, screening.PATIENT_CUE]
     pats += [number_words.CARDINAL_RE, number_words.ORDINAL_RE]
