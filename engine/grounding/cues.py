@@ -190,9 +190,11 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
     low = text.lower() if text.isascii() else None
     # the words of every phrase that occur in the text, found once (not once per phrase)
     present = _present_item_words(low) if low is not None else frozenset()
-    for (pat, codes, doms), words, need in zip(
-        item_vocabulary(), item_literals(), _item_word_sets(), strict=True
-    ):
+    vocab, literals, needs = item_vocabulary(), item_literals(), _item_word_sets()
+    # the phrases one of whose words occurs (by a word -> phrases index), in vocabulary order
+    order = range(len(vocab)) if low is None else _phrases_with_words(present)
+    for i in order:
+        (pat, codes, doms), words, need = vocab[i], literals[i], needs[i]
         if low is not None and not need <= present:
             continue
         for m in _item_matches(pat, text, low, words):
@@ -208,6 +210,30 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
 @cache
 def _item_word_sets() -> tuple[frozenset[str], ...]:
     return tuple(frozenset(words) for words in item_literals())
+
+
+@cache
+def _phrases_by_word() -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+    """(word -> the item phrases whose first word it is, the phrases without a word)."""
+    by: dict[str, list[int]] = {}
+    bare: list[int] = []
+    for i, words in enumerate(item_literals()):
+        if words:
+            by.setdefault(words[0], []).append(i)
+        else:
+            bare.append(i)
+    return {w: tuple(v) for w, v in by.items()}, tuple(bare)
+
+
+def _phrases_with_words(present: frozenset[str]) -> list[int]:
+    """The phrases that can match a text with the words `present`: those whose first word is
+    present and those without words, in vocabulary order (which decides a span's cue)."""
+    by, bare = _phrases_by_word()
+    out = list(bare)
+    for w in present:
+        out.extend(by.get(w, ()))
+    out.sort()
+    return out
 
 
 @cache

@@ -12,10 +12,13 @@ position). A pattern with an alternative that has no literal prefix is scanned a
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import cache
 from re import _constants as _sre  # the parsed form, to read literal prefixes
 from re._parser import parse as _sre_parse
 from typing import Any
+
+from engine.grounding import run_memo
 
 _ASSERTS = (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)
 
@@ -95,8 +98,19 @@ def finditer(
     prefixes = first_literals(pattern)
     if prefixes is None or not text.isascii():
         return list(pattern.finditer(text, pos, end))
+    if (pos or end < len(text)) and run_memo.active():
+        # a window of a text scanned window by window (the sentences of a paragraph): the text's
+        # starts found once per run, the window's taken by bisection (a start whose prefix runs
+        # past the window end is tried and fails, as the truncated scan would not start there)
+        every = run_memo.cached(
+            ("literal_starts", pattern, text),
+            lambda: _starts(prefixes, text.lower() if low is None else low, 0, len(text)),
+        )
+        starts = every[bisect_left(every, pos) : bisect_left(every, end)]
+    else:
+        starts = _starts(prefixes, text.lower() if low is None else low, pos, end)
     out, at = [], pos
-    for p in _starts(prefixes, text.lower() if low is None else low, pos, end):
+    for p in starts:
         if p < at:
             continue
         m = pattern.match(text, p, end)

@@ -34,6 +34,11 @@ def run_memo() -> Iterator[None]:
         _MEMO.reset(token)
 
 
+def active() -> bool:
+    """Whether a `run_memo()` block is open (a memo lookup then pays off)."""
+    return _MEMO.get() is not None
+
+
 def memoised(fn: Callable[[str], R]) -> Callable[[str], R]:
     """`fn(text)` computed once per distinct text inside a `run_memo()` block."""
 

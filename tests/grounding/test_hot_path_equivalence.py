@@ -396,6 +396,10 @@ def test_literal_scan_equals_finditer():
             b = rng.randint(a, len(text))
             window = [m.span() for m in literal_scan.finditer(p, text, None, a, b)]
             assert window == [m.span() for m in p.finditer(text, a, b)], (p.pattern[:60], a, b)
+            with run_memo():  # the text's starts once per run, each window by bisection
+                for a2, b2 in ((a, b), (0, a), (b, len(text)), (a, b)):
+                    got2 = [m.span() for m in literal_scan.finditer(p, text, None, a2, b2)]
+                    assert got2 == [m.span() for m in p.finditer(text, a2, b2)], (a2, b2)
             n += len(got)
     assert n > 500
 
