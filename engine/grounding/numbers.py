@@ -66,6 +66,7 @@ NUMBER_RE = re.compile(
 
 
 _YEAR = re.compile(r"(?:19|20)\d\d")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,19 @@ def _shifted(t: NumberToken, d: int) -> NumberToken:
 
 @memoised
 def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
+    if _DIGIT.search(text) is None:
+        return ()  # every number, date and digit-bearing name has a digit
     taken = bytearray(len(text))  # 1 = claimed by a name or a date
     out: list[NumberToken] = []
     for m in NOT_NUMBERS.finditer(text):
         taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     low = text.lower() if text.isascii() else None
-    month = literal_scan.search(_MONTH_WORD, text, low) is not None
+    # every date spelling has a year 19xx or 20xx
+    years = "19" in text or "20" in text
+    month = years and literal_scan.search(_MONTH_WORD, text, low) is not None
     for pat, needs in zip(DATE_PATTERNS, _DATE_NEEDS, strict=True):
+        if not years:
+            break
         if (isinstance(needs, str) and needs not in text) or (needs is _MONTH_WORD and not month):
             continue
         for m in literal_scan.finditer(pat, text, low):
