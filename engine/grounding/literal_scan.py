@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import cache
 from re import _constants as _sre  # the parsed form, to read literal prefixes
 from re._parser import parse as _sre_parse
 from typing import Any
@@ -23,12 +22,27 @@ from engine.grounding import run_memo
 _ASSERTS = (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)
 
 
-@cache
+#: id(pattern) -> (pattern, its prefixes): a compiled pattern hashes its whole code (microseconds
+#: for the content patterns), so the cache is keyed by identity; holding the pattern keeps its id
+_PREFIXES: dict[int, tuple[re.Pattern[str], tuple[str, ...] | None]] = {}
+
+
 def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     """The lower-cased literal prefixes one of which every match of `pattern` starts with (None
     when some alternative has none). Only for case-insensitive or letter-free prefixes: with a
     case-sensitive pattern a lower-cased prefix would also find other cases (harmless: the
     pattern is still tried), so the set stays a superset of the starts."""
+    hit = _PREFIXES.get(id(pattern))
+    if hit is not None and hit[0] is pattern:
+        return hit[1]
+    if len(_PREFIXES) > 8192:
+        _PREFIXES.clear()
+    out = _literal_prefixes(pattern)
+    _PREFIXES[id(pattern)] = (pattern, out)
+    return out
+
+
+def _literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     out = _prefixes(_sre_parse(pattern.pattern, pattern.flags).data)
     if any(not p for p in out):
         return None
@@ -103,7 +117,7 @@ def finditer(
         # starts found once per run, the window's taken by bisection (a start whose prefix runs
         # past the window end is tried and fails, as the truncated scan would not start there)
         every = run_memo.cached(
-            ("literal_starts", pattern, text),
+            ("literal_starts", id(pattern), text),  # the pattern is held by _PREFIXES
             lambda: _starts(prefixes, text.lower() if low is None else low, 0, len(text)),
         )
         starts = every[bisect_left(every, pos) : bisect_left(every, end)]
