@@ -45,7 +45,7 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
     for f in facts:
         if f.score is not None:
             out.append(
-                FactValue(
+                FactValue.make(
                     "score",
                     f.score,
                     f.patient,
@@ -58,7 +58,7 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
             )
             if f.profile == "pdq8" and f.domain == "qol":
                 out.append(
-                    FactValue(
+                    FactValue.make(
                         "pdq8_si",
                         round(f.score / 32 * 100, 2),
                         f.patient,
@@ -73,7 +73,7 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
         for code, x in f.items.items():
             if x is not None:
                 out.append(
-                    FactValue(
+                    FactValue.make(
                         "item",
                         float(x),
                         f.patient,
@@ -87,7 +87,7 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
                 )
         if f.missing:
             out.append(
-                FactValue(
+                FactValue.make(
                     "count",
                     float(f.missing),
                     f.patient,
@@ -102,7 +102,7 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
         if (f.patient, f.visit) not in seen_visits:
             seen_visits.add((f.patient, f.visit))
             out.append(
-                FactValue(
+                FactValue.make(
                     "visit",
                     float(f.visit),
                     f.patient,
@@ -122,7 +122,7 @@ def series_values(series: Mapping[tuple[int, str], Sequence[SeriesRow]]) -> list
         for r in rows:
             if r.delta is not None:
                 out.append(
-                    FactValue(
+                    FactValue.make(
                         "delta",
                         r.delta.value,
                         r.patient,
@@ -135,7 +135,7 @@ def series_values(series: Mapping[tuple[int, str], Sequence[SeriesRow]]) -> list
                 )
             if r.cumulative is not None:
                 out.append(
-                    FactValue(
+                    FactValue.make(
                         "cumulative",
                         r.cumulative.value,
                         r.patient,
@@ -164,7 +164,7 @@ def count_values(facts: Sequence[Fact]) -> list[FactValue]:
 
 
 def _computed(kind: ValueKind, value: float, **kw: Any) -> FactValue:
-    return FactValue(kind, value, source="computed", **kw)
+    return FactValue.make(kind, value, source="computed", **kw)
 
 
 def _slope_values(slopes: Sequence[Mapping[str, Any]]) -> list[FactValue]:

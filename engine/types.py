@@ -129,6 +129,37 @@ class FactValue:
     tolerance: float = 0.0  # accepted absolute difference (rounded slopes and means)
     source: str = ""  # doc id, "computed", or "contexts/<file>"
 
+    @classmethod
+    def make(
+        cls,
+        kind: str,
+        value: float,
+        patient: int | None = None,
+        visit: int | None = None,
+        domain: str | None = None,
+        item: str | None = None,
+        date: str | None = None,
+        label: str = "",
+        tolerance: float = 0.0,
+        source: str = "",
+    ) -> FactValue:
+        """The same value as `FactValue(...)`, built without the frozen dataclass's per-field
+        `object.__setattr__` (a cohort answer's ledger builds thousands; issue 16)."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(
+            kind=kind,
+            value=value,
+            patient=patient,
+            visit=visit,
+            domain=domain,
+            item=item,
+            date=date,
+            label=label,
+            tolerance=tolerance,
+            source=source,
+        )
+        return obj
+
 
 @dataclass(frozen=True)
 class Change:

@@ -39,20 +39,23 @@ class LedgerIndex:
         self.visits = visits
         self.dates: dict[int | None, dict[str, int | None]] = {}
         shared_day: set[tuple[int | None, str]] = set()
-        for f in self.ledger:
-            if f.date:
-                for key in (f.patient, None):
+        # each distinct (patient, date, visit) once, in ledger order: a repeat changes nothing
+        for patient, date, visit in dict.fromkeys(
+            (f.patient, f.date, f.visit) for f in self.ledger if f.date
+        ):
+            if date:
+                for key in (patient, None):
                     seen = self.dates.setdefault(key, {})
-                    if (key, f.date) in shared_day:
+                    if (key, date) in shared_day:
                         continue
-                    old = seen.get(f.date)
-                    if old is not None and f.visit is not None and old != f.visit:
+                    old = seen.get(date)
+                    if old is not None and visit is not None and old != visit:
                         # two visits on one day (issue 11: same-day sessions whose items differ
                         # are separate assessments): the date names neither visit alone
-                        shared_day.add((key, f.date))
-                        seen[f.date] = None
+                        shared_day.add((key, date))
+                        seen[date] = None
                     else:
-                        seen[f.date] = f.visit if f.visit is not None else old
+                        seen[date] = visit if visit is not None else old
         self.tokens = ledger_tokens(self.ledger)
         self._by_kind: dict[str, list[FactValue]] = {}
         self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}

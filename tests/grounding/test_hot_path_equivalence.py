@@ -481,6 +481,49 @@ def test_ledger_index_tokens_and_visits_equal_the_per_value_loop():
             nums.update(float(p) for p in f.date.split("-") if p.isdigit())
     assert idx.tokens == {canonical(x) for x in nums}
     assert idx.visits == visits
+    dates: dict = {}
+    shared: set = set()
+    for f in ledger:  # the per-value loop the index's distinct-triple loop replaced
+        if f.date:
+            for key in (f.patient, None):
+                seen = dates.setdefault(key, {})
+                if (key, f.date) in shared:
+                    continue
+                old = seen.get(f.date)
+                if old is not None and f.visit is not None and old != f.visit:
+                    shared.add((key, f.date))
+                    seen[f.date] = None
+                else:
+                    seen[f.date] = f.visit if f.visit is not None else old
+    assert idx.dates == dates
+    assert any(v is None for d in dates.values() for v in d.values())  # a shared day occurs
+
+
+def test_fact_value_make_is_the_same_value():
+    import dataclasses
+    import random
+
+    import pytest
+
+    from engine.types import FactValue
+
+    rng = random.Random(9)
+    for _ in range(200):
+        args = (
+            rng.choice(["score", "item", "date"]),
+            rng.choice([0, 1.5, -2]),
+            rng.choice([None, 3]),
+            rng.choice([None, 1, 2]),
+            rng.choice([None, "motor"]),
+            rng.choice([None, "NP3GAIT"]),
+            rng.choice([None, "2021-03-13"]),
+        )
+        kw = {"label": rng.choice(["", "x"]), "tolerance": rng.choice([0.0, 0.005])}
+        a, b = FactValue(*args, **kw), FactValue.make(*args, **kw)
+        assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
+        assert dataclasses.asdict(a) == dataclasses.asdict(b)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.value = 1  # type: ignore[misc]
 
 
 def test_item_words_found_by_runs_equal_the_substring_test():
