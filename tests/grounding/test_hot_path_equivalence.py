@@ -23,6 +23,7 @@ TEXTS = [
     "Postural stability declined; arising from chair and finger-tapping scores fluctuated.",
     "The fee was 30 usd at the clinic. Dr. Smith, Pharmacare Ltd, advised physical activity.",
     "Non-ASCII text: the café patient’s gait – worse; Levodopa ſtarted; KINETIC tremor.",
+    "She meets the clinical criteria for PD-MCI at disease stage 2; a 71-year-old on 250mg; 5 usd.",
     # a long facts-text paragraph: many item names, repeated first words, hyphens, line breaks
     "At visit 4, the latest assessment, items rated moderate or worse. Motor: facial expression "
     "severe (4); global spontaneity of movement (body bradykinesia) severe (4); kinetic tremor, "
