@@ -200,6 +200,8 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
         for m in _item_matches(pat, text, low, words):
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "item", (codes, doms, m.group())))
+    if not literal_scan.may_match_any(_DOMAIN_PATTERNS, text, low):
+        return cues
     for pat, dom in DOMAIN_RE:
         for m in literal_scan.finditer(pat, text, low):
             if taken.mark(m.start(), m.end()):
@@ -283,6 +285,7 @@ def _item_matches(
 
 
 _ITEM_PREFIX = r"(?<![\w-])"
+_DOMAIN_PATTERNS = tuple(p for p, _d in DOMAIN_RE)
 _PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
 
 

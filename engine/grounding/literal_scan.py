@@ -132,3 +132,30 @@ def finditer(
             out.append(m)
             at = m.end() if m.end() > p else p + 1
     return out
+
+
+_GROUPS: dict[tuple[int, ...], tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None]] = {}
+
+
+def may_match_any(patterns: tuple[re.Pattern[str], ...], text: str, low: str | None) -> bool:
+    """False only when none of `patterns` can match the ASCII text: none of their literal
+    prefixes occurs in it (one scan for the group; a pretest before scanning each pattern)."""
+    if low is None or not text.isascii():
+        return True
+    key = tuple(id(p) for p in patterns)
+    hit = _GROUPS.get(key)  # the entry holds the patterns: their ids stay theirs
+    if hit is None:
+        prefixes: set[str] = set()
+        for p in patterns:
+            got = first_literals(p)
+            if got is None:
+                prefixes = set()
+                break
+            prefixes.update(got)
+        if prefixes:
+            alt = "|".join(re.escape(x) for x in sorted(prefixes, key=len, reverse=True))
+            hit = (patterns, re.compile(alt))
+        else:
+            hit = (patterns, None)
+        _GROUPS[key] = hit
+    return hit[1] is None or hit[1].search(low) is not None

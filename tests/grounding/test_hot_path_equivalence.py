@@ -557,3 +557,23 @@ def test_present_content_prefixes_by_letter_runs_equal_the_substring_test():
         assert _present_parts(text) == want, text[:60]
         n += sum(len(v) for v in want.values())
     assert n > 100
+
+
+def test_may_match_any_is_false_only_when_no_pattern_matches():
+    import random
+
+    from engine.grounding import literal_scan
+
+    group = cues_mod._DOMAIN_PATTERNS
+    rng = random.Random(4)
+    words = ["motor", "Part", "UPDRS", "non", "QoL", "pdq", "total", "visit", "x", " ", "(", "3"]
+    texts = TEXTS + [
+        "".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(300)
+    ]
+    seen_false = 0
+    for text in texts:
+        low = text.lower() if text.isascii() else None
+        if not literal_scan.may_match_any(group, text, low):
+            seen_false += 1
+            assert not any(p.search(text) for p in group), text
+    assert seen_false > 20
