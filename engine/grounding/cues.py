@@ -105,15 +105,17 @@ def _digit_spans(m: re.Match[str]) -> tuple[tuple[int, int], ...]:
     return tuple((m.start() + x.start(), m.start() + x.end()) for x in _DIGITS.finditer(m.group()))
 
 
-def _patient_cues(text: str, taken: _Taken) -> list[Cue]:
-    cues = []
-    for m in literal_scan.finditer(PATIENTS_RE, text):
+def _patient_cues(text: str, taken: _Taken, low: str | None = None) -> list[Cue]:
+    cues: list[Cue] = []
+    if not literal_scan.may_match_any(_PATIENT_PATTERNS, text, low):
+        return cues
+    for m in literal_scan.finditer(PATIENTS_RE, text, low):
         if taken.mark(m.start(), m.end()):
             spans = _digit_spans(m)
             cues.append(
                 Cue(m.start(), m.end(), "patients", [int(text[a:b]) for a, b in spans], spans)
             )
-    for m in literal_scan.finditer(PATIENT_RE, text):
+    for m in literal_scan.finditer(PATIENT_RE, text, low):
         if taken.mark(m.start(), m.end()):
             cues.append(
                 Cue(m.start(), m.end(), "patient", int(m.group(1)), ((m.start(1), m.end(1)),))
@@ -151,33 +153,35 @@ def _visit_cues_of(text: str, m: re.Match[str]) -> list[Cue]:
     ]
 
 
-def _visit_cues(text: str, taken: _Taken) -> list[Cue]:
+def _visit_cues(text: str, taken: _Taken, low: str | None = None) -> list[Cue]:
     cues = []
-    for m in literal_scan.finditer(VISITS_RE, text):
+    for m in literal_scan.finditer(VISITS_RE, text, low):
         if taken.mark(m.start(), m.end()):
             cues.extend(_visit_cues_of(text, m))
-    return cues + _named_visit_cues(text, taken)
+    return cues + _named_visit_cues(text, taken, low)
 
 
-def _named_visit_cues(text: str, taken: _Taken) -> list[Cue]:
+def _named_visit_cues(text: str, taken: _Taken, low: str | None = None) -> list[Cue]:
     """'the third visit', 'baseline', 'the previous visit', 'the latest visit'."""
     cues = []
-    for m in ORD_VISIT_RE.finditer(text):
+    # an ordinal visit ends with one of the visit words: without them there is none
+    ordinal = low is None or any(w in low for w in ("visit", "session", "assessment"))
+    for m in ORD_VISIT_RE.finditer(text) if ordinal else ():
         if taken.mark(m.start(), m.end()):
             v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]
             spans = ((m.start(1), m.end(1)),) if m.group(1) else ()
             before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before.replace("the ", "")) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, v, spans))
-    for m in literal_scan.finditer(BASELINE_RE, text):
+    for m in literal_scan.finditer(BASELINE_RE, text, low):
         if taken.mark(m.start(), m.end()):
             before = text[max(0, m.start() - 40) : m.start()]
             kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, 1))
-    for m in literal_scan.finditer(_PREVIOUS_VISIT, text):
+    for m in literal_scan.finditer(_PREVIOUS_VISIT, text, low):
         if taken.mark(m.start(), m.end()):
             cues.append(Cue(m.start(), m.end(), "ref_visit", "previous"))
-    for m in literal_scan.finditer(LATEST_RE, text):
+    for m in literal_scan.finditer(LATEST_RE, text, low):
         if taken.mark(m.start(), m.end()):
             cues.append(Cue(m.start(), m.end(), "visit", "latest"))
     return cues
@@ -286,6 +290,8 @@ def _item_matches(
 
 _ITEM_PREFIX = r"(?<![\w-])"
 _DOMAIN_PATTERNS = tuple(p for p, _d in DOMAIN_RE)
+_PATIENT_PATTERNS = (PATIENTS_RE, PATIENT_RE)
+_PUNCT = re.compile(r"[();]")
 _PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
 
 
@@ -331,9 +337,10 @@ def _shifted(c: Cue, d: int) -> Cue:
 @memoised
 def _paragraph_cues(text: str) -> tuple[Cue, ...]:
     taken = _Taken(len(text))
-    cues = _patient_cues(text, taken) + _visit_cues(text, taken)
+    low = text.lower() if text.isascii() else None
+    cues = _patient_cues(text, taken, low) + _visit_cues(text, taken, low)
     cues += _domain_and_item_cues(text, taken)
-    for m in re.finditer(r"[();]", text):
+    for m in _PUNCT.finditer(text):
         if not taken.flags[m.start()]:
             cues.append(Cue(m.start(), m.end(), _PUNCTUATION[m.group()]))
     cues.sort(key=lambda c: (c.start, c.end))

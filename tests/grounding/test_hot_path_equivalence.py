@@ -577,3 +577,16 @@ def test_may_match_any_is_false_only_when_no_pattern_matches():
             seen_false += 1
             assert not any(p.search(text) for p in group), text
     assert seen_false > 20
+
+
+def test_ordinal_visits_and_patients_after_their_group_pre_tests():
+    cues = cues_mod.find_cues(
+        "At the third visit and the 2nd Session, patient 7; Patients 3 and 4."
+    )
+    assert [(c.kind, c.value) for c in cues if c.kind in ("visit", "patient", "patients")] == [
+        ("visit", 3),
+        ("visit", 2),
+        ("patient", 7),
+        ("patients", [3, 4]),
+    ]
+    assert not [c for c in cues_mod.find_cues("At the third time, no one.") if c.kind == "visit"]
