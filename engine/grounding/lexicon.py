@@ -86,27 +86,6 @@ def _literal_prefix(part: str) -> str:
     return "".join(out).lower()
 
 
-def _required_literal(part: str) -> str:
-    """The longest run of ASCII literals (lower-cased) that every match of `part` contains, read
-    in its outer group ("mg" in "\\d+\\s?mg", "criteria" in "meets ... criteria"); "" if none."""
-    items = list(_sre_parse(part, re.I).data)
-    while True:
-        core = [(op, av) for op, av in items if op not in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)]
-        if len(core) == 1 and core[0][0] is _sre.SUBPATTERN:
-            items = list(core[0][1][-1].data)
-            continue
-        break
-    runs, cur = [], []
-    for op, av in items:
-        if op is _sre.LITERAL and av < 128:
-            cur.append(chr(av))
-        else:
-            runs.append("".join(cur))
-            cur = []
-    runs.append("".join(cur))
-    return max(runs, key=len).lower()
-
-
 @cache
 def _content_parts() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """category -> (the alternatives of its content pattern, in order; each one's needle: its
@@ -116,7 +95,10 @@ def _content_parts() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     out = {}
     for c in CONTENT_CATEGORIES:
         parts = tuple(_word_parts(data[c]["patterns"]))
-        out[c] = (parts, tuple(_literal_prefix(p) or _required_literal(p) for p in parts))
+        out[c] = (
+            parts,
+            tuple(_literal_prefix(p) or literal_scan.required_literal(p) for p in parts),
+        )
     return out
 
 

@@ -42,6 +42,28 @@ def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     return out
 
 
+def required_literal(part: str) -> str:
+    """The longest run of ASCII literals (lower-cased) that every match of `part` (read
+    case-insensitively) contains, looked for in its outer group ("mg" in "\\d+\\s?mg",
+    "criteria" in "meets ... criteria"); "" if none. A text without it cannot match `part`."""
+    items = list(_sre_parse(part, re.I).data)
+    while True:
+        core = [(op, av) for op, av in items if op not in _ASSERTS]
+        if len(core) == 1 and core[0][0] is _sre.SUBPATTERN:
+            items = list(core[0][1][-1].data)
+            continue
+        break
+    runs, cur = [], []
+    for op, av in items:
+        if op is _sre.LITERAL and av < 128:
+            cur.append(chr(av))
+        else:
+            runs.append("".join(cur))
+            cur = []
+    runs.append("".join(cur))
+    return max(runs, key=len).lower()
+
+
 def _literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     out = _prefixes(_sre_parse(pattern.pattern, pattern.flags).data)
     if any(not p for p in out):

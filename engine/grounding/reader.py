@@ -17,7 +17,6 @@ from engine.grounding.claim import Claim
 from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next_domain, sentences
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import NumberToken, extract_numbers
-from engine.grounding.paragraphs import paragraphs
 from engine.grounding.vocabulary import (
     DIRECTION_RE,
     NEGATIVE_DIR,
@@ -73,20 +72,6 @@ class Reading:
         self.anchors.append((key, int(visit), pos))
         if mention:
             self.all_visits.append(int(visit))
-
-
-def read_claims(text: str, idx: LedgerIndex) -> Reading:
-    """Every claim of `text` (already normalised) with the context the text gives it: each
-    paragraph read on its own (paragraphs.py), its claims and anchors shifted to its offset."""
-    out = Reading(text)
-    si0 = 0
-    for pi, (p0, para) in enumerate(paragraphs(text)):
-        part = read_paragraph(para, idx)
-        out.claims.extend(shifted_claim(c, p0, pi, si0) for c in part.claims)
-        out.anchors.extend(((pi, k[1], k[2]), v, pos + p0) for k, v, pos in part.anchors)
-        out.all_visits.extend(part.all_visits)
-        si0 += part.sentences
-    return out
 
 
 @dataclass

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from re import _constants as _sre  # the parsed form, to read required literals
-from re._parser import parse as _sre_parse
 from typing import Any
 
 from engine.grounding import literal_scan
@@ -104,20 +102,12 @@ RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
 
 
 def _required_literals(alternation: str) -> tuple[str, ...] | None:
-    """For each alternative of `alternation`, the longest run of ASCII letters (lower-cased) that
-    every match of it contains; None when an alternative has none. A text (ASCII, lower-cased)
+    """For each alternative of `alternation`, the longest run of ASCII literals (lower-cased) that
+    every match of it contains (literal_scan.required_literal); None when an alternative has none. A text (ASCII, lower-cased)
     containing none of them cannot match a pattern that requires the alternation."""
     out = []
     for alt in _alternatives(alternation):
-        runs, cur = [], []
-        for op, av in _sre_parse(alt, re.I).data:
-            if op is _sre.LITERAL and av < 128:
-                cur.append(chr(av))
-            else:
-                runs.append("".join(cur))
-                cur = []
-        runs.append("".join(cur))
-        best = max(runs, key=len).lower()
+        best = literal_scan.required_literal(alt)
         if not best:
             return None
         out.append(best)
