@@ -7,10 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine import facts_text
 from engine.clinical_course import compute_courses, course_values, courses_json  # noqa: F401
 from engine.contexts import Contexts
 from engine.findings import Findings, findings_values, patient_findings
-from engine.readable_text import excluded_sentence, given_facts, patient_summary
+from engine.readable_text import (
+    excluded_sentence,
+    given_facts,
+    patient_summary,
+    red_flag_paragraphs,
+)
 from engine.types import Fact, FactValue
 
 
@@ -104,6 +110,20 @@ def readable_trajectory(st: Any, ctx: Contexts) -> str:
     if ex:
         paras.append(excluded_text(ex))
     return "\n\n".join(paras)
+
+
+def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
+    """The comparison summary: one paragraph per domain contrasting the patients, discordance,
+    incongruence, then each patient's red flags written as the trajectory text writes them (per
+    item, visits collapsed, current or resolved) instead of one row per visit."""
+    paras = [
+        facts_text.comparison_text(st.series, st.plan.patients),
+        facts_text.flags_text(flags, red_flags=False),
+        *red_flag_paragraphs(st.findings, st.plan.patients),
+    ]
+    if not flags.get("incongruence") and not flags.get("red_flags"):
+        paras.append("No incongruence or red-flag items were found.")
+    return "\n\n".join(x for x in paras if x)
 
 
 def excluded_text(rows: Sequence[Mapping[str, Any]]) -> str:

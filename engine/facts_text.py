@@ -214,9 +214,12 @@ def _monitor_paragraph(
     return out + "\n\n" + flags_text(flags)
 
 
-def flags_text(flags: Mapping[str, Sequence[dict]]) -> str:
+def flags_text(flags: Mapping[str, Sequence[dict]], *, red_flags: bool = True) -> str:
+    """The incongruence list and (with `red_flags`) the red-flag rows, one list per paragraph.
+    Without `red_flags` the caller writes the red flags itself (readable_text, per item) and
+    gets "" when there is no incongruence."""
     inc = flags.get("incongruence", [])
-    red = flags.get("red_flags", [])
+    red = flags.get("red_flags", []) if red_flags else []
     parts = []
     if inc:
         parts.append(
@@ -241,7 +244,9 @@ def flags_text(flags: Mapping[str, Sequence[dict]]) -> str:
             + "."
         )
     # separate paragraphs: visits restart in each list (the grounding check orders visits per paragraph)
-    return "\n\n".join(parts) if parts else "No incongruence or red-flag items were found."
+    if parts or not red_flags:
+        return "\n\n".join(parts)
+    return "No incongruence or red-flag items were found."
 
 
 def single_session_text(

@@ -247,9 +247,12 @@ def _findings_paragraphs(fd: Findings) -> list[str]:
     return paras
 
 
-def _flag_paragraphs(fd: Findings) -> list[tuple[str, str]]:
-    """(status, paragraph) per red flag, grouped per item (one paragraph per rule)."""
+def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str, str]]:
+    """(status, paragraph) per red flag, grouped per item (one paragraph per rule). With
+    `patient`, each paragraph names the patient first (a text about several patients: a reading
+    is local to its paragraph, so the patient must be in it)."""
     paras: list[tuple[str, str]] = []
+    head = "Red flag" if patient is None else f"Patient {patient}, red flag"
     by_item: dict[str, list] = {}
     for g in fd.flags:
         by_item.setdefault(g.item, []).append(g)
@@ -261,7 +264,7 @@ def _flag_paragraphs(fd: Findings) -> list[tuple[str, str]]:
                 paras.append(
                     (
                         status,
-                        f"Red flag ({status}): {g.label}, first rated above zero at "
+                        f"{head} ({status}): {g.label}, first rated above zero at "
                         f"{_where(g.visits)} after zero at every earlier assessment ({g.why})"
                         f"{unconfirmed}.",
                     )
@@ -272,11 +275,20 @@ def _flag_paragraphs(fd: Findings) -> list[tuple[str, str]]:
             paras.append(
                 (
                     status,
-                    f"Red flag ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
+                    f"{head} ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
                     f"at {_where(g.visits)}{tail} ({g.why}){unconfirmed}.",
                 )
             )
     return paras
+
+
+def red_flag_paragraphs(findings: Mapping[int, Findings], patients: Sequence[int]) -> list[str]:
+    """The red flags of several patients as the trajectory text writes them (one paragraph per
+    item, visits collapsed, current / resolved / not resolved), each naming its patient: the
+    comparison summary's red flags (the per-visit list stays in the dense text for QA)."""
+    return [
+        text for p in patients if p in findings for _, text in _flag_paragraphs(findings[p], p)
+    ]
 
 
 def _falls_sentence(fd: Findings) -> str:

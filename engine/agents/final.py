@@ -210,6 +210,8 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     if mode == "trajectory":  # issue 11: the readable text; the dense form stays for QA
         fallback = clinical.readable_trajectory(state, ctx.contexts)
     else:
+        if mode == "comparison":  # red flags per item, as the trajectory writes them
+            fallback = clinical.readable_comparison(state, flags)
         note = clinical.baseline_note(state)
         if note:
             fallback = fallback + "\n\n" + note
