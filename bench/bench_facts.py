@@ -287,12 +287,15 @@ def spread_bench(n: int, eng, ids: list[int], repeat: int, sample: int = 20) -> 
             lambda i, p: Plan((p, picks[(i + 1) % len(picks)]), "comparison"),
         ),
     ):
-        per, cpu, chars = [], [], []
+        per, cpu, chars, patients = [], [], [], []
+        speed = [_speed_ms()]
         for i, p in enumerate(picks):
             ems, ecpu, _nodes, res = _engine_ms(eng, make(i, p), repeat)
             per.append(ems)
             cpu.append(ecpu)
             chars.append(len(res.summary))
+            patients.append({"patients": list(res.plan.patients), "ms": ems, "chars": chars[-1]})
+        speed.append(_speed_ms())
         row = {
             "patients": n,
             "case": name,
@@ -305,10 +308,25 @@ def spread_bench(n: int, eng, ids: list[int], repeat: int, sample: int = 20) -> 
             "under_50ms": sum(x < 50 for x in per),
             "summary_chars_median": int(statistics.median(chars)),
             "summary_chars_max": max(chars),
+            # the VM's pace before / after the sample (a fixed loop; lower is faster): wall
+            # time on the shared machine moves by up to 1.5x between identical runs
+            "speed_loop_ms": speed,
+            "per_question": patients,
         }
         rows.append(row)
         print(row, file=sys.stderr, flush=True)
     return rows
+
+
+def _speed_ms() -> float:
+    """A fixed pure-Python loop (dict and string work, as the claim check does), in ms: the
+    machine's pace at that moment, reported beside the spread."""
+    t = time.perf_counter()
+    d: dict[str, int] = {}
+    for i in range(600_000):
+        k = str(i % 997)
+        d[k] = d.get(k, 0) + len(k)
+    return round((time.perf_counter() - t) * 1000, 1)
 
 
 def page_bench(n: int, kb, eng, df, repeat: int) -> dict:

@@ -286,9 +286,7 @@ def red_flag_paragraphs(findings: Mapping[int, Findings], patients: Sequence[int
     """The red flags of several patients as the trajectory text writes them (one paragraph per
     item, visits collapsed, current / resolved / not resolved), each naming its patient: the
     comparison summary's red flags (the per-visit list stays in the dense text for QA)."""
-    return [
-        text for p in patients if p in findings for _, text in _flag_paragraphs(findings[p], p)
-    ]
+    return [text for p in patients if p in findings for _, text in _flag_paragraphs(findings[p], p)]
 
 
 def _falls_sentence(fd: Findings) -> str:
