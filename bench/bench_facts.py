@@ -199,7 +199,7 @@ def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
     from engine.types import Plan
     from kb_store.chroma_kb import open_kb
 
-    out: dict = {"rows": [], "ledger": [], "page": []}
+    out: dict = {"rows": [], "ledger": [], "page": [], "speed_loop_ms_start": _speed_ms()}
     for n in sizes:
         kb_dir = workdir / f"kb{n}"
         t = time.perf_counter()
@@ -268,6 +268,7 @@ def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
         out.setdefault("spread", []).extend(spread_bench(n, eng, ids, repeat))
         out["page"].append(page_bench(n, kb, eng, df, repeat))
         out.setdefault("load_ms", {})[n] = load_ms
+    out["speed_loop_ms_end"] = _speed_ms()
     return out
 
 
