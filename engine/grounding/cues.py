@@ -58,6 +58,8 @@ _SPAN_END_BEFORE = re.compile(
 )
 _BETWEEN_END = re.compile(r"\bbetween\s+$", re.I)
 _PAREN_GROUP = re.compile(r"\([^()]*\)")
+#: what every match of ORD_VISIT_RE holds, lower-cased: an ordinal ends in st / nd / rd / th
+_ORDINAL_VISIT_NEEDLE = re.compile(r"(?:st|nd|rd|th)\s+(?:visit|session|assessment)")
 _GAP_PUNCT = re.compile(r"[\s,:=-]*")
 
 
@@ -164,8 +166,12 @@ def _visit_cues(text: str, taken: _Taken, low: str | None = None) -> list[Cue]:
 def _named_visit_cues(text: str, taken: _Taken, low: str | None = None) -> list[Cue]:
     """'the third visit', 'baseline', 'the previous visit', 'the latest visit'."""
     cues = []
-    # an ordinal visit ends with one of the visit words: without them there is none
-    ordinal = low is None or any(w in low for w in ("visit", "session", "assessment"))
+    # an ordinal visit ends with one of the visit words after an ordinal's last letters ("1st",
+    # "third", "tenth"): without them (in a lower-cased ASCII text) there is none
+    ordinal = low is None or (
+        any(w in low for w in ("visit", "session", "assessment"))
+        and _ORDINAL_VISIT_NEEDLE.search(low) is not None
+    )
     for m in ORD_VISIT_RE.finditer(text) if ordinal else ():
         if taken.mark(m.start(), m.end()):
             v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]

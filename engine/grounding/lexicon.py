@@ -87,19 +87,22 @@ def _literal_prefix(part: str) -> str:
 
 
 @cache
-def _content_parts() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """category -> (the alternatives of its content pattern, in order; each one's needle: its
-    literal prefix, else a literal run every match of it contains, else ""). In an ASCII text an
-    alternative whose needle does not occur (lower-cased) cannot match."""
+def _content_parts() -> dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]]:
+    """category -> (the alternatives of its content pattern, in order; each one's needles: its
+    literal prefix, else a literal run every match of it contains, else literals one of which
+    every match contains ("$" for "[$\u00a3\u20ac]\\s?\\d", "usd" / "eur" / "gbp"), else ""). In an
+    ASCII text an alternative none of whose needles occurs (lower-cased) cannot match."""
     data = _load("content.json")
     out = {}
     for c in CONTENT_CATEGORIES:
         parts = tuple(_word_parts(data[c]["patterns"]))
-        out[c] = (
-            parts,
-            tuple(_literal_prefix(p) or literal_scan.required_literal(p) for p in parts),
-        )
+        out[c] = (parts, tuple(_needles(p) for p in parts))
     return out
+
+
+def _needles(part: str) -> tuple[str, ...]:
+    one = _literal_prefix(part) or literal_scan.required_literal(part)
+    return (one,) if one else (literal_scan.any_literals(part) or ("",))
 
 
 @lru_cache(maxsize=1024)
@@ -163,7 +166,7 @@ def _present_parts(text: str) -> dict[str, tuple[int, ...]]:
         if pre in low:
             for cat, i in slots:
                 found[cat].append(i)
-    return {cat: tuple(sorted(ix)) for cat, ix in found.items()}
+    return {cat: tuple(sorted(set(ix))) for cat, ix in found.items()}
 
 
 _LETTER_RUN = re.compile(r"[a-z]+")
@@ -175,9 +178,10 @@ def _prefix_slots() -> tuple[
 ]:
     """(letters-only prefix -> its (category, alternative) slots, every other prefix -> its)."""
     slots: dict[str, list[tuple[str, int]]] = {}
-    for cat, (_parts, prefixes) in _content_parts().items():
-        for i, pre in enumerate(prefixes):
-            slots.setdefault(pre, []).append((cat, i))
+    for cat, (_parts, needles) in _content_parts().items():
+        for i, ns in enumerate(needles):
+            for pre in ns:
+                slots.setdefault(pre, []).append((cat, i))
     letters = {p: tuple(v) for p, v in slots.items() if p and p.isascii() and p.isalpha()}
     others = {p: tuple(v) for p, v in slots.items() if p not in letters}
     return letters, others
@@ -202,9 +206,9 @@ def _scan(
     # are left out of the scan (a leftover alternative never matches, so the matches are the same)
     for cat, (pat, reason) in content_patterns().items():
         if low is not None:
-            parts, prefixes = _content_parts()[cat]
+            parts, needles = _content_parts()[cat]
             pool = range(len(parts)) if candidates is None else candidates[cat]
-            keep = tuple(i for i in pool if prefixes[i] in low)
+            keep = tuple(i for i in pool if any(n in low for n in needles[i]))
             if not keep:
                 continue
             if len(keep) < len(parts):

@@ -64,6 +64,49 @@ def required_literal(part: str) -> str:
     return max(runs, key=len).lower()
 
 
+def any_literals(part: str) -> tuple[str, ...]:
+    """Literals (lower-cased) one of which every match of `part` (read case-insensitively)
+    contains, from its outer sequence: the characters of a class of plain characters ("$" or
+    "\u00a3" in "[$\u00a3\u20ac]\\s?\\d"), or the alternatives of a group of literal runs ("usd",
+    "eur", "gbp" in "\\d\\s?(?:usd|eur|gbp)"); () if none. A character beyond ASCII is kept only
+    when it has no case (no ASCII character matches it case-insensitively): an ASCII text never
+    holds it, so an alternative needing it cannot match there."""
+    items = list(_sre_parse(part, re.I).data)
+    while True:
+        core = [(op, av) for op, av in items if op not in _ASSERTS]
+        if len(core) == 1 and core[0][0] is _sre.SUBPATTERN:
+            items = list(core[0][1][-1].data)
+            continue
+        break
+    for op, av in items:
+        if op is _sre.IN:
+            chars = [chr(a) for o, a in av if o is _sre.LITERAL]
+            if chars and len(chars) == len(av) and all(_plain(c) for c in chars):
+                return tuple(sorted({c.lower() for c in chars}))
+        if op is _sre.SUBPATTERN:  # a capturing group of one branch
+            sub = list(av[-1].data)
+            op, av = sub[0] if len(sub) == 1 else (op, av)
+        if op is _sre.BRANCH:  # (a non-capturing group is parsed into its sequence)
+            runs = [_literal_run(alt.data) for alt in av[1]]
+            if all(runs):
+                return tuple(sorted({r.lower() for r in runs}))
+    return ()
+
+
+def _plain(c: str) -> bool:
+    return c.isascii() or c.lower() == c.upper() == c
+
+
+def _literal_run(items: Any) -> str:
+    """The text of a sequence made only of plain literal characters, else ""."""
+    out = []
+    for op, av in items:
+        if op is not _sre.LITERAL or not _plain(chr(av)):
+            return ""
+        out.append(chr(av))
+    return "".join(out)
+
+
 def _literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     out = _prefixes(_sre_parse(pattern.pattern, pattern.flags).data)
     if any(not p for p in out):

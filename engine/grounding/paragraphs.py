@@ -15,7 +15,9 @@ import re
 
 from engine.grounding.run_memo import memoised
 
-PARAGRAPH = re.compile(r"(?:[^\n]|\n(?!\s*\n))+")
+#: a run of characters up to a blank line (a line break followed by optional spaces and another
+#: line break); runs of non-line-break characters are taken whole (one step, not one per character)
+PARAGRAPH = re.compile(r"(?:[^\n]+|\n(?!\s*\n))+")
 
 
 def paragraphs(text: str) -> tuple[tuple[int, str], ...]:

@@ -195,28 +195,56 @@ def test_screening_pre_tests_change_no_finding(monkeypatch):
     assert rules == {"prescriptive_treatment", "unsupported_diagnosis", "out_of_plan_patient"}
 
 
-def test_kind_pre_tests_change_no_kind(monkeypatch):
-    """The ordered kind-cue loops behind one alternation pre-test give the kinds the loops give."""
-    import re
+def _plain_kind_for(tok, text: str, s_start: int, prev_end: int, next_start: int):
+    """kind_for as plain ordered loops of `search` (no pre-test, no literal scan)."""
+    from engine.grounding.vocabulary import KIND_AFTER, KIND_BEFORE
 
+    ranked = text[max(s_start, tok.start - 40) : tok.start]
+    if cues_mod._RANKED_BEFORE.search(ranked):
+        return "ranked", ""
+    window = text[tok.end : min(next_start, tok.end + 60)]
+    cut = cues_mod._AFTER_END.search(window)
+    after = window[: cut.start()] if cut else window
+    before = text[max(s_start, prev_end, tok.start - 50) : tok.start]
+    for pat, k in KIND_AFTER:
+        if pat.search(after):
+            return k, after
+    for pat, k in KIND_BEFORE:
+        if pat.search(before):
+            return k, after
+    by_token = {"percent": "percent", "ordinal": "rank"}
+    if tok.kind in by_token:
+        return by_token[tok.kind], after
+    return ("change" if tok.signed else None), after
+
+
+def test_kind_pre_tests_change_no_kind():
+    """kind_for (the ordered loops behind one alternation pre-test) gives the plain ordered
+    loops' kinds, on the test texts, their case variants and facts-text sentences of every kind
+    cue."""
     from engine.grounding.numbers import extract_numbers
 
-    def kinds() -> list[tuple[str | None, str]]:
-        out = []
-        for text in KIND_TEXTS + [t.upper() for t in KIND_TEXTS]:
-            toks = extract_numbers(text)
-            for i, tok in enumerate(toks):
-                prev_end = toks[i - 1].end if i else 0
-                nxt = toks[i + 1].start if i + 1 < len(toks) else len(text)
-                out.append(cues_mod.kind_for(tok, text, 0, prev_end, nxt))
-        return out
-
-    with_pre = kinds()
-    always = re.compile("")
-    monkeypatch.setattr(cues_mod, "_ANY_KIND_AFTER", always)
-    monkeypatch.setattr(cues_mod, "_ANY_KIND_BEFORE", always)
-    assert kinds() == with_pre
-    assert {k for k, _ in with_pre} >= {"slope", "slope_year", "threshold", "mean", "max", "change"}
+    extra = [
+        "3 visits, 4 patients, 2 UPDRS assessments, 5 of 6 items; 1 item; 2 study sessions.",
+        "Patient 3, visit 2 (2021-03-04): motor 38 (moderate), -9 from baseline (improved; "
+        "at or above MCID 3.25). 40.62 SI at visit 4; summary index 50.00; 12 pts a visit.",
+        "Motor trend: +2.1 per visit, +13.92 per year; 7/visit; 3 /yr; rank 2: patient 7, 18.",
+    ]
+    texts = KIND_TEXTS + extra
+    n = 0
+    kinds = set()
+    for text in texts + [t.upper() for t in texts] + [t.lower() for t in texts]:
+        toks = extract_numbers(text)
+        for i, tok in enumerate(toks):
+            prev_end = toks[i - 1].end if i else 0
+            nxt = toks[i + 1].start if i + 1 < len(toks) else len(text)
+            got = cues_mod.kind_for(tok, text, 0, prev_end, nxt)
+            assert got == _plain_kind_for(tok, text, 0, prev_end, nxt), (text[:50], tok)
+            kinds.add(got[0])
+            n += 1
+    assert n > 200
+    assert kinds >= {"slope", "slope_year", "threshold", "mean", "max", "change", "count_visits"}
+    assert kinds >= {"count_patients", "count_items", "pdq8_si", "ranked", "rank", "min"}
 
 
 def test_neutral_alternation_equals_any_form():
@@ -364,6 +392,7 @@ def _scan_patterns():
     pats += [word_checks.SEVERITY_RE, word_checks.COMPARATIVE_RE, word_checks.SUPERLATIVE_RE]
     pats += [word_checks.PERIOD_RE, word_checks.ZERO_RE, statements._ID_LIST_DECIMAL]
     pats += [cues_mod._ANY_KIND_BEFORE, cues_mod._ANY_KIND_AFTER]
+    pats += [p for p, _k in voc.KIND_AFTER + voc.KIND_BEFORE]
     pats += [p for _r, _m, p in screening.RULES]
     return pats
 
@@ -544,6 +573,7 @@ def test_present_content_prefixes_by_letter_runs_equal_the_substring_test():
     from engine.grounding.lexicon import _content_parts, _present_parts
 
     texts = TEXTS + KIND_TEXTS + [PARA_TEXT, "l-dopa; Dr. X, aged 70; msd2 trial drug; h&y 3"]
+    texts += ["It cost $40, or 30 usd, 5USD, 7 eur and 2 gbp.", "Paid 5usd; 3eur."]
     texts += [t.upper() for t in texts]
     n = 0
     for text in texts:
@@ -551,12 +581,31 @@ def test_present_content_prefixes_by_letter_runs_equal_the_substring_test():
             continue
         low = text.lower()
         want = {
-            cat: tuple(i for i, pre in enumerate(prefixes) if pre in low)
-            for cat, (_parts, prefixes) in _content_parts().items()
+            cat: tuple(i for i, ns in enumerate(needles) if any(n in low for n in ns))
+            for cat, (_parts, needles) in _content_parts().items()
         }
         assert _present_parts(text) == want, text[:60]
         n += sum(len(v) for v in want.values())
     assert n > 100
+
+
+def test_price_alternatives_are_pre_tested_by_any_of_their_literals():
+    """The price alternatives without a single required literal ("[$...]\\s?\\d",
+    "\\d\\s?(?:usd|eur|gbp)") are tried only where "$" or one of the currency words occurs (an
+    ASCII text); their hits are the full scan's, and a facts sentence skips the category."""
+    from engine.grounding.lexicon import _content_parts
+    from engine.grounding.literal_scan import any_literals
+
+    needles = _content_parts()["price"][1]
+    assert ("$", "\u00a3", "\u20ac") in needles and ("eur", "gbp", "usd") in needles
+    assert all(n != ("",) for _p, ns in _content_parts().values() for n in ns)
+    assert any_literals(r"\d(?:mg|)x") == () and any_literals(r"[a-c]x") == ()
+    assert any_literals(r"[^$]x") == ()
+    texts = ["It cost $40, or 30 usd, 5USD, 7 eur and 2 gbp.", "Paid 5usd; 3eur.", "5 \u20ac"]
+    texts += ["Motor 38 (moderate), -9 from baseline (improved; at or above MCID 3.25)."]
+    for text in texts + [t.upper() for t in texts]:
+        assert lexicon._all_content_hits(text) == _full_hits(text), text
+    assert not lexicon._present_parts(texts[-1].lower())["price"]
 
 
 def test_may_match_any_is_false_only_when_no_pattern_matches():
@@ -590,3 +639,37 @@ def test_ordinal_visits_and_patients_after_their_group_pre_tests():
         ("patients", [3, 4]),
     ]
     assert not [c for c in cues_mod.find_cues("At the third time, no one.") if c.kind == "visit"]
+
+
+def test_paragraph_runs_equal_the_per_character_pattern():
+    """PARAGRAPH takes runs of non-line-break characters whole; its matches are those of the
+    per-character form it replaced, on random texts of line breaks, spaces and words."""
+    import random
+    import re
+
+    from engine.grounding.paragraphs import PARAGRAPH
+
+    per_char = re.compile(r"(?:[^\n]|\n(?!\s*\n))+")
+    rng = random.Random(5)
+    pieces = ["a", "bc", " ", "\n", "\n\n", " \n", "\t", "\n \n", "x y.", "\r", "\x0b", "\n\t\n"]
+    texts = [PARA_TEXT, *TEXTS, "\n\nA.\n\n\nB\nC\n \nD\n"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    for t in texts:
+        assert [m.span() for m in PARAGRAPH.finditer(t)] == [m.span() for m in per_char.finditer(t)]
+
+
+def test_ordinal_visit_needle_holds_wherever_an_ordinal_visit_matches():
+    import random
+
+    from engine.grounding.vocabulary import ORD_VISIT_RE
+
+    rng = random.Random(9)
+    words = ["1st", "2ND", "3rd", "4th", "21st", "first", "Second", "THIRD", "tenth", "ninth"]
+    words += ["visit", "Session", "assessment", "visits", " ", "  ", "\n", "the", "x", "-", "."]
+    texts = ["".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(4000)]
+    hits = 0
+    for t in texts + KIND_TEXTS:
+        if ORD_VISIT_RE.search(t):
+            hits += 1
+            assert cues_mod._ORDINAL_VISIT_NEEDLE.search(t.lower()), t
+    assert hits > 100
