@@ -12,7 +12,9 @@ Two phases, one command:
    same numbers computed directly with pandas on the same table frame ("raw"). Then the Cohort
    page of the dashboard under Streamlit's AppTest: one Run, then the median time of reruns
    without a new run (what a widget change costs), beside the raw pandas computation of the
-   page's tables. Also the cohort answer's ledger size and claim-check time (point 4).
+   page's tables. Also the cohort answer's ledger size and claim-check time (point 4), and the
+   machine's pace (a fixed pure-Python loop, `_speed_ms`) at the start and end of the phase and
+   around each spread: on the shared VM the same question's time follows it (up to ~3x).
 
 Usage (from the repository root):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_facts.py --workdir /tmp/bench-facts \
