@@ -359,6 +359,25 @@ _ANY_KIND_AFTER = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_AFTER)
 _ANY_KIND_BEFORE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_BEFORE), re.I)
 
 
+def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """`pattern` without IGNORECASE, its letters lower-cased: on a lower-cased ASCII text it
+    matches where `pattern` matches the text (its upper-case letters are literals such as "SI",
+    never escapes such as \\S). `re` tries a case-insensitive alternation of `\\b` branches
+    more slowly at each position (about 1.5-2x here)."""
+    assert not re.search(r"\\[A-Z]", pattern.pattern), pattern.pattern
+    return re.compile(pattern.pattern.lower(), pattern.flags & ~re.I)
+
+
+_ANY_KIND_AFTER_LOW = _lowered(_ANY_KIND_AFTER)
+_ANY_KIND_BEFORE_LOW = _lowered(_ANY_KIND_BEFORE)
+
+
+def _any_kind(pattern: re.Pattern[str], lowered: re.Pattern[str], window: str) -> bool:
+    if window.isascii():
+        return lowered.search(window.lower()) is not None
+    return pattern.search(window) is not None
+
+
 def kind_for(
     tok: NumberToken, text: str, s_start: int, prev_end: int, next_start: int
 ) -> tuple[str | None, str]:
@@ -370,11 +389,11 @@ def kind_for(
     cut = _AFTER_END.search(window)
     after = window[: cut.start()] if cut else window
     before = text[max(s_start, prev_end, tok.start - 50) : tok.start]
-    if _ANY_KIND_AFTER.search(after):
+    if _any_kind(_ANY_KIND_AFTER, _ANY_KIND_AFTER_LOW, after):
         for pat, k in KIND_AFTER:
             if pat.search(after):
                 return k, after
-    if _ANY_KIND_BEFORE.search(before):
+    if _any_kind(_ANY_KIND_BEFORE, _ANY_KIND_BEFORE_LOW, before):
         for pat, k in KIND_BEFORE:
             if pat.search(before):
                 return k, after

@@ -673,3 +673,31 @@ def test_ordinal_visit_needle_holds_wherever_an_ordinal_visit_matches():
             hits += 1
             assert cues_mod._ORDINAL_VISIT_NEEDLE.search(t.lower()), t
     assert hits > 100
+
+
+def test_kind_alternations_lowered_equal_the_case_insensitive_search():
+    """On an ASCII window the kind alternations are searched without IGNORECASE in the
+    lower-cased window: the same verdict as the case-insensitive search, on windows cut from the
+    test texts in three cases and on random strings of the alternations' words."""
+    import random
+
+    from engine.grounding import literal_scan
+
+    pairs = [
+        (cues_mod._ANY_KIND_BEFORE, cues_mod._ANY_KIND_BEFORE_LOW),
+        (cues_mod._ANY_KIND_AFTER, cues_mod._ANY_KIND_AFTER_LOW),
+    ]
+    words = sorted({w for p, _low in pairs for w in (literal_scan.first_literals(p) or ())})
+    words += ["SI", "Si", "MDS-UPDRS ", "PDQ-8 ", "visits", "Patients", "items", "of 5 ", "per "]
+    words += [" ", "  ", ".", ";", ":", "3", "12", "-", "\u2265", "x", "Year", "VISIT", "\n"]
+    rng = random.Random(13)
+    texts = KIND_TEXTS + [t.upper() for t in KIND_TEXTS] + [t.title() for t in KIND_TEXTS]
+    windows = [t[a : a + n] for t in texts for a in range(0, len(t), 7) for n in (12, 30, 55)]
+    windows += ["".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for _ in range(3000)]
+    hits = 0
+    for w in windows:
+        for pat, low in pairs:
+            want = pat.search(w) is not None
+            assert cues_mod._any_kind(pat, low, w) == want, (pat.pattern[:40], w)
+            hits += want
+    assert hits > 300
