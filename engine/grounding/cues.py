@@ -136,7 +136,7 @@ def _visit_cues_of(text: str, m: re.Match[str]) -> list[Cue]:
     before = text[max(0, m.start() - 40) : m.start()]
     onward = _ONWARD.match(text[m.end() : m.end() + 10])
     span_end = _SPAN_END_BEFORE.search(before)
-    if len(vals) == 1 and REF_BEFORE_RE.search(before) and not onward and not span_end:
+    if len(vals) == 1 and _ref_before(before) and not onward and not span_end:
         return [Cue(m.start(), m.end(), "ref_visit", vals[0], spans)]
     if _BETWEEN_END.search(before) and len(vals) == 2:
         return [
@@ -177,12 +177,12 @@ def _named_visit_cues(text: str, taken: _Taken, low: str | None = None) -> list[
             v = int(m.group(1)) if m.group(1) else WORD_ORDINALS[m.group(2).lower()]
             spans = ((m.start(1), m.end(1)),) if m.group(1) else ()
             before = text[max(0, m.start() - 40) : m.start()]
-            kind = "ref_visit" if REF_BEFORE_RE.search(before.replace("the ", "")) else "visit"
+            kind = "ref_visit" if _ref_before(before.replace("the ", "")) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, v, spans))
     for m in literal_scan.finditer(BASELINE_RE, text, low):
         if taken.mark(m.start(), m.end()):
             before = text[max(0, m.start() - 40) : m.start()]
-            kind = "ref_visit" if REF_BEFORE_RE.search(before) else "visit"
+            kind = "ref_visit" if _ref_before(before) else "visit"
             cues.append(Cue(m.start(), m.end(), kind, 1))
     for m in literal_scan.finditer(_PREVIOUS_VISIT, text, low):
         if taken.mark(m.start(), m.end()):
@@ -359,23 +359,22 @@ _ANY_KIND_AFTER = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_AFTER)
 _ANY_KIND_BEFORE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_BEFORE), re.I)
 
 
-def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """`pattern` without IGNORECASE, its letters lower-cased: on a lower-cased ASCII text it
-    matches where `pattern` matches the text (its upper-case letters are literals such as "SI",
-    never escapes such as \\S). `re` tries a case-insensitive alternation of `\\b` branches
-    more slowly at each position (about 1.5-2x here)."""
-    assert not re.search(r"\\[A-Z]", pattern.pattern), pattern.pattern
-    return re.compile(pattern.pattern.lower(), pattern.flags & ~re.I)
-
-
-_ANY_KIND_AFTER_LOW = _lowered(_ANY_KIND_AFTER)
-_ANY_KIND_BEFORE_LOW = _lowered(_ANY_KIND_BEFORE)
+_ANY_KIND_AFTER_LOW = literal_scan.lowered(_ANY_KIND_AFTER)
+_ANY_KIND_BEFORE_LOW = literal_scan.lowered(_ANY_KIND_BEFORE)
+_REF_BEFORE_LOW = literal_scan.lowered(REF_BEFORE_RE)
 
 
 def _any_kind(pattern: re.Pattern[str], lowered: re.Pattern[str], window: str) -> bool:
+    """Whether `pattern` (case-insensitive) matches somewhere in the window (see
+    literal_scan.lowered)."""
     if window.isascii():
         return lowered.search(window.lower()) is not None
     return pattern.search(window) is not None
+
+
+def _ref_before(window: str) -> bool:
+    """Whether the window ends with a reference word ("from", "since", "compared with")."""
+    return _any_kind(REF_BEFORE_RE, _REF_BEFORE_LOW, window)
 
 
 def kind_for(

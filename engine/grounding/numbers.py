@@ -65,6 +65,7 @@ NUMBER_RE = re.compile(
 )
 
 
+_NOT_NUMBERS_LOW = literal_scan.lowered(NOT_NUMBERS)  # the same spans in the lower-cased text
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _DIGIT = re.compile(r"\d")
 
@@ -118,9 +119,9 @@ def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
         return ()  # every number, date and digit-bearing name has a digit
     taken = bytearray(len(text))  # 1 = claimed by a name or a date
     out: list[NumberToken] = []
-    for m in NOT_NUMBERS.finditer(text):
-        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     low = text.lower() if text.isascii() else None
+    for m in NOT_NUMBERS.finditer(text) if low is None else _NOT_NUMBERS_LOW.finditer(low):
+        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     # every date spelling has a year 19xx or 20xx
     years = "19" in text or "20" in text
     month = years and literal_scan.search(_MONTH_WORD, text, low) is not None

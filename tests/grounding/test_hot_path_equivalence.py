@@ -701,3 +701,35 @@ def test_kind_alternations_lowered_equal_the_case_insensitive_search():
             assert cues_mod._any_kind(pat, low, w) == want, (pat.pattern[:40], w)
             hits += want
     assert hits > 300
+
+
+def test_lowered_patterns_match_the_same_spans_in_the_lower_cased_text():
+    """literal_scan.lowered: the not-a-number names (PDQ-8, MDS-UPDRS, L6, v2, Part 3) and the
+    reference words before a visit give the case-insensitive pattern's spans on ASCII texts in
+    three cases and on random strings of their words; an upper-case escape is refused."""
+    import random
+    import re
+
+    from engine.grounding import literal_scan, numbers
+    from engine.grounding.vocabulary import REF_BEFORE_RE
+
+    pats = [numbers.NOT_NUMBERS, REF_BEFORE_RE, cues_mod._ANY_KIND_BEFORE, cues_mod._ANY_KIND_AFTER]
+    words = ["PDQ-8", "pdq 39", "MDS-UPDRS", "all-MiniLM-L6-v2", "SmolLM2-135M", "MiniLM", "Q4_1"]
+    words += ["Part 3", "part  2", "V2", "v12", "NP3GAIT", "abc1x", "from ", "since the ", "vs. "]
+    words += ["compared with ", "Relative To ", "than at ", "between ", "over ", " ", "3", "-"]
+    rng = random.Random(17)
+    texts = TEXTS + KIND_TEXTS + [PARA_TEXT]
+    texts += ["".join(rng.choice(words) for _ in range(rng.randint(1, 10))) for _ in range(2000)]
+    texts = [t for t in texts + [t.upper() for t in texts] + [t.title() for t in texts]]
+    n = 0
+    for pat in pats:
+        low = literal_scan.lowered(pat)
+        for t in texts:
+            if not t.isascii():
+                continue
+            want = [m.span() for m in pat.finditer(t)]
+            assert [m.span() for m in low.finditer(t.lower())] == want, (pat.pattern[:40], t)
+            n += len(want)
+    assert n > 1000
+    with pytest.raises(ValueError):
+        literal_scan.lowered(re.compile(r"\bA\S+", re.I))
