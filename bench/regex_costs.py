@@ -52,26 +52,9 @@ class _Timed:
         CALLS[self._name] += 1
         return out
 
-    def search(self, *a: Any, **k: Any) -> Any:
-        return self._timed("search", *a, **k)
 
-    def match(self, *a: Any, **k: Any) -> Any:
-        return self._timed("match", *a, **k)
-
-    def fullmatch(self, *a: Any, **k: Any) -> Any:
-        return self._timed("fullmatch", *a, **k)
-
-    def finditer(self, *a: Any, **k: Any) -> Any:
-        return self._timed("finditer", *a, **k)
-
-    def findall(self, *a: Any, **k: Any) -> Any:
-        return self._timed("findall", *a, **k)
-
-    def sub(self, *a: Any, **k: Any) -> Any:
-        return self._timed("sub", *a, **k)
-
-    def split(self, *a: Any, **k: Any) -> Any:
-        return self._timed("split", *a, **k)
+for _meth in ("search", "match", "fullmatch", "finditer", "findall", "sub", "split"):
+    setattr(_Timed, _meth, lambda self, *a, _m=_meth, **k: self._timed(_m, *a, **k))
 
 
 def _instrument() -> None:

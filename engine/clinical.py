@@ -122,7 +122,7 @@ def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
         *red_flag_paragraphs(st.findings, st.plan.patients),
     ]
     if not flags.get("incongruence") and not flags.get("red_flags"):
-        paras.append("No incongruence or red-flag items were found.")
+        paras.append(facts_text.NO_FLAGS)
     return "\n\n".join(x for x in paras if x)
 
 

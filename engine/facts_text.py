@@ -214,6 +214,9 @@ def _monitor_paragraph(
     return out + "\n\n" + flags_text(flags)
 
 
+NO_FLAGS = "No incongruence or red-flag items were found."
+
+
 def flags_text(flags: Mapping[str, Sequence[dict]], *, red_flags: bool = True) -> str:
     """The incongruence list and (with `red_flags`) the red-flag rows, one list per paragraph.
     Without `red_flags` the caller writes the red flags itself (readable_text, per item) and
@@ -246,7 +249,7 @@ def flags_text(flags: Mapping[str, Sequence[dict]], *, red_flags: bool = True) -
     # separate paragraphs: visits restart in each list (the grounding check orders visits per paragraph)
     if parts or not red_flags:
         return "\n\n".join(parts)
-    return "No incongruence or red-flag items were found."
+    return NO_FLAGS
 
 
 def single_session_text(

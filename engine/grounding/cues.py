@@ -357,8 +357,6 @@ def _paragraph_cues(text: str) -> tuple[Cue, ...]:
 #: position iff one of its alternatives does there): the ordered loop runs only after a hit
 _ANY_KIND_AFTER = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_AFTER), re.I)
 _ANY_KIND_BEFORE = re.compile("|".join(f"(?:{p.pattern})" for p, _ in KIND_BEFORE), re.I)
-
-
 _ANY_KIND_AFTER_LOW = literal_scan.lowered(_ANY_KIND_AFTER)
 _ANY_KIND_BEFORE_LOW = literal_scan.lowered(_ANY_KIND_BEFORE)
 _REF_BEFORE_LOW = literal_scan.lowered(REF_BEFORE_RE)

@@ -42,17 +42,22 @@ def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     return out
 
 
-def required_literal(part: str) -> str:
-    """The longest run of ASCII literals (lower-cased) that every match of `part` (read
-    case-insensitively) contains, looked for in its outer group ("mg" in "\\d+\\s?mg",
-    "criteria" in "meets ... criteria"); "" if none. A text without it cannot match `part`."""
+def _outer_items(part: str) -> list[Any]:
+    """The parsed sequence of `part` (read case-insensitively), inside a group that is all of it."""
     items = list(_sre_parse(part, re.I).data)
     while True:
         core = [(op, av) for op, av in items if op not in _ASSERTS]
         if len(core) == 1 and core[0][0] is _sre.SUBPATTERN:
             items = list(core[0][1][-1].data)
             continue
-        break
+        return items
+
+
+def required_literal(part: str) -> str:
+    """The longest run of ASCII literals (lower-cased) that every match of `part` (read
+    case-insensitively) contains, looked for in its outer group ("mg" in "\\d+\\s?mg",
+    "criteria" in "meets ... criteria"); "" if none. A text without it cannot match `part`."""
+    items = _outer_items(part)
     runs, cur = [], []
     for op, av in items:
         if op is _sre.LITERAL and av < 128:
@@ -82,13 +87,7 @@ def any_literals(part: str) -> tuple[str, ...]:
     "eur", "gbp" in "\\d\\s?(?:usd|eur|gbp)"); () if none. A character beyond ASCII is kept only
     when it has no case (no ASCII character matches it case-insensitively): an ASCII text never
     holds it, so an alternative needing it cannot match there."""
-    items = list(_sre_parse(part, re.I).data)
-    while True:
-        core = [(op, av) for op, av in items if op not in _ASSERTS]
-        if len(core) == 1 and core[0][0] is _sre.SUBPATTERN:
-            items = list(core[0][1][-1].data)
-            continue
-        break
+    items = _outer_items(part)
     for op, av in items:
         if op is _sre.IN:
             chars = [chr(a) for o, a in av if o is _sre.LITERAL]
