@@ -59,8 +59,13 @@ class LedgerIndex:
         self.tokens = ledger_tokens(self.ledger)
         self._by_kind: dict[str, list[FactValue]] = {}
         self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}
+        #: ledger positions of the values with an item, by (kind, item) and (kind, patient, item):
+        #: a claim about named items looks at those values only, not at every item of the patient
+        self._by_ki: dict[tuple[str, str], list[int]] = {}
+        self._by_kpi: dict[tuple[str, int | None, str], list[int]] = {}
         by_kind, by_kp = self._by_kind, self._by_kp
-        for f in self.ledger:
+        by_ki, by_kpi = self._by_ki, self._by_kpi
+        for i, f in enumerate(self.ledger):
             k = f.kind
             lst = by_kind.get(k)
             if lst is None:
@@ -73,6 +78,9 @@ class LedgerIndex:
                 by_kp[kp] = [f]
             else:
                 lst.append(f)
+            if f.item is not None:
+                by_ki.setdefault((k, f.item), []).append(i)
+                by_kpi.setdefault((k, f.patient, f.item), []).append(i)
         self._view: FactsView | None = None
 
     @property
@@ -91,13 +99,26 @@ class LedgerIndex:
     ) -> list[FactValue]:
         out = []
         for kind in dict.fromkeys(kinds):
-            pool = (
-                self._by_kp.get((kind, patient), []) + self._by_kp.get((kind, None), [])
-                if patient is not None
-                else self._by_kind.get(kind, [])
-            )
+            if items is not None and None not in items:
+                pool = self._item_pool(kind, patient, items)
+            elif patient is not None:
+                pool = self._by_kp.get((kind, patient), []) + self._by_kp.get((kind, None), [])
+            else:
+                pool = self._by_kind.get(kind, [])
             out.extend(self._filter(pool, patient, visit, domain, items))
         return out
+
+    def _item_pool(self, kind: str, patient: int | None, items: Iterable[str]) -> list[FactValue]:
+        """The values of `kind` with one of `items`, in the order of the unrestricted pool (the
+        patient's values, then those of no patient; or every value of the kind, in ledger order)
+        with the values of other items left out (the filter would drop them)."""
+        led = self.ledger
+        if patient is None:
+            return [led[i] for i in _merged(self._by_ki.get((kind, it)) for it in items)]
+        kpi = self._by_kpi
+        return [led[i] for i in _merged(kpi.get((kind, patient, it)) for it in items)] + [
+            led[i] for i in _merged(kpi.get((kind, None, it)) for it in items)
+        ]
 
     @staticmethod
     def _filter(pool: list[FactValue], patient, visit, domain, items) -> list[FactValue]:
@@ -126,6 +147,14 @@ class LedgerIndex:
 
     def visit_of_date(self, patient: int | None, iso: str) -> int | None:
         return self.dates.get(patient, {}).get(iso)
+
+
+def _merged(parts: Iterable[list[int] | None]) -> list[int]:
+    """Ascending positions from ascending lists (one list as it is)."""
+    lists = [p for p in parts if p]
+    if len(lists) == 1:
+        return lists[0]
+    return sorted(i for p in lists for i in p)
 
 
 def ledger_tokens(ledger: Sequence[FactValue]) -> set[str]:

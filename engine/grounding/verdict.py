@@ -10,7 +10,6 @@ lenient check (its value occurs among the ledger's numeric tokens).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from engine.grounding.claim import Claim
 from engine.grounding.ledger_index import LedgerIndex
@@ -108,8 +107,21 @@ def _judge_value(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
 
 
 def _judge_visit_list(cl: Claim, idx: LedgerIndex) -> None:
-    """'rated 3 at visits 2, 3 and 4': the claim must hold at each visit."""
-    per_visit = {v: _good(replace(cl, visit=v, visit_list=[]), idx) for v in cl.visit_list}
+    """'rated 3 at visits 2, 3 and 4': the claim must hold at each visit. Whether a value holds
+    does not depend on the visit (only which values are candidates does), so a candidate of
+    several visits (a threshold of a red-flag paragraph) is tested once."""
+    tested: dict[int, tuple[FactValue, bool]] = {}  # id -> (the value, held): the value kept alive
+    per_visit: dict[int, list[FactValue]] = {}
+    for v in cl.visit_list:
+        at = variant(cl, visit=v, visit_list=[])
+        good = []
+        for f in candidates(at, idx):
+            hit = tested.get(id(f))
+            if hit is None:
+                hit = tested[id(f)] = (f, _holds(at, f))
+            if hit[1]:
+                good.append(f)
+        per_visit[v] = good
     missing = [v for v, good in per_visit.items() if not good]
     if missing:
         cl.status = "wrong"
@@ -126,7 +138,7 @@ def _explain_wrong(cl: Claim, facts: list[FactValue]) -> None:
         f"{f.label or f.kind}: {_fmt_signed(float(f.value)) if signed_kind else fmt_num(float(f.value))}"
         for f in facts[:6]
     ]
-    undirected = replace(cl, direction=None, signed=False)
+    undirected = variant(cl, direction=None, signed=False)
     if (
         signed_kind
         and cl.direction is not None
@@ -164,19 +176,29 @@ def _value_ok(claimed: float, fact: float, tol: float, cl: Claim, signed_kind: b
     return ok
 
 
+def _holds(cl: Claim, f: FactValue) -> bool:
+    """Whether the claim's number states the ledger value `f` (its context aside)."""
+    return _value_ok(
+        cl.value,
+        float(f.value),
+        f.tolerance,
+        cl,
+        f.kind in _PAIR_FACT_KINDS if cl.kind == "since" else cl.kind in SIGNED_KINDS,
+    )
+
+
 def _good(cl: Claim, idx: LedgerIndex, facts: list[FactValue] | None = None) -> list[FactValue]:
     facts = candidates(cl, idx) if facts is None else facts
-    return [
-        f
-        for f in facts
-        if _value_ok(
-            cl.value,
-            float(f.value),
-            f.tolerance,
-            cl,
-            f.kind in _PAIR_FACT_KINDS if cl.kind == "since" else cl.kind in SIGNED_KINDS,
-        )
-    ]
+    return [f for f in facts if _holds(cl, f)]
+
+
+def variant(cl: Claim, **changes: object) -> Claim:
+    """`dataclasses.replace(cl, **changes)` without re-running the 25-field __init__ (Claim has
+    no __post_init__): the other fields are the same objects, as replace would pass them."""
+    out = object.__new__(Claim)
+    out.__dict__.update(cl.__dict__)
+    out.__dict__.update(changes)
+    return out
 
 
 # ---------------------------------------------------------------- candidates by kind
@@ -230,7 +252,7 @@ def _pair(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
 
 
 def _since(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
-    pair = candidates(replace(cl, kind="pair"), idx)
+    pair = candidates(variant(cl, kind="pair"), idx)
     kind = ["item"] if cl.items is not None else ["score"]
     return pair + idx.find(kind, **_ctx(cl, visit=cl.ref_visit))
 
