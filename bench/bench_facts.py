@@ -6,19 +6,24 @@ Two phases, one command:
    the synthetic cohort (kb_store.synth), ingest it, build the KB with hashing embeddings (Chroma
    collection + session table, one generation), rebuild unchanged, rebuild after one changed item.
    Skipped for a size whose KB already exists under --workdir when --reuse is given.
-2. **query** (one process, both KBs): `open_kb` + `Engine` (facts backend). For each question the
-   engine time is the sum of the result trace's node times (retrieve, route, agents, final; plans
-   are given, so no planner node), the median of --repeat runs after one warm-up; beside it the
-   same numbers computed directly with pandas on the same table frame ("raw"). Then the Cohort
-   page of the dashboard under Streamlit's AppTest: one Run, then the median time of reruns
-   without a new run (what a widget change costs), beside the raw pandas computation of the
-   page's tables. Also the cohort answer's ledger size and claim-check time (point 4), and the
-   machine's pace (a fixed pure-Python loop, `_speed_ms`) at the start and end of the phase and
-   around each spread: on the shared VM the same question's time follows it (up to ~3x).
+2. **query** (one process, both KBs): `open_kb` + `Engine` (facts backend). Every question
+   (three cohort questions, one trajectory, one comparison, and a spread of 20 trajectories and
+   20 comparisons over every n/20-th patient) is asked once per round, for --rounds rounds after
+   one warm-up run each; a question's engine time is the median of its rounds (the sum of the
+   result trace's node times: retrieve, route, agents, final; plans are given, so no planner
+   node), with its p90 and maximum. Its samples are thus a round (1-3 s) apart and span the
+   phase: the VM's speed flips between fast and about half speed every few seconds, and samples
+   taken back to back fall in one phase (`sample_rounds`). Beside each fixed question the same
+   numbers computed directly with pandas on the same table frame, in the same rounds ("raw").
+   The machine's pace (a fixed pure-Python loop, `_pace_ms`) is sampled between rounds. Then the
+   Cohort page of the dashboard under Streamlit's AppTest: one Run, then the median time of
+   --repeat reruns without a new run (what a widget change costs), beside the raw pandas
+   computation of the page's tables. Also the cohort answer's ledger size and claim-check time
+   (point 4).
 
 Usage (from the repository root):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_facts.py --workdir /tmp/bench-facts \
-        --json-out /tmp/bench_facts.json
+        --rounds 15 --json-out /tmp/bench_facts.json
 Prints Markdown tables; writes the raw numbers as JSON.
 """
 
@@ -33,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,6 +49,7 @@ COHORT_QUERIES = {
     "cohort: average motor": "What is the average motor score?",
 }
 UPDRS = ("nonmotor", "adl", "motor")
+BURDEN = "cohort: highest total burden"
 
 
 # ------------------------------------------------------------------------------------ build
@@ -178,22 +185,89 @@ def _median_ms(fn, repeat: int) -> tuple[float, float]:
     return round(statistics.median(times), 2), round(statistics.median(cpu), 2)
 
 
-def _engine_ms(eng, plan, repeat: int) -> tuple[float, float, dict, object]:
-    """(median trace ms, median CPU ms of the run, node times of the last run, last result).
-    CPU time is what the run would take on an idle core: the shared machine's load (other
-    sessions' test runs) stretches wall time, not the CPU the run needs."""
-    eng.run(plan)  # warm-up
-    totals, cpu, last = [], [], None
-    for _ in range(repeat):
+def _p90(xs: list[float]) -> float:
+    return sorted(xs)[int(0.9 * (len(xs) - 1))]
+
+
+@dataclass
+class Probe:
+    """One question of the query phase and its samples (one per round)."""
+
+    name: str
+    plan: object
+    raw: object = None  # the same numbers straight from the table frame, or None
+    ms: list[float] = field(default_factory=list)  # engine time (sum of the trace's nodes)
+    cpu: list[float] = field(default_factory=list)  # CPU time of the run
+    raw_ms: list[float] = field(default_factory=list)
+    raw_cpu: list[float] = field(default_factory=list)
+    nodes: dict = field(default_factory=dict)
+    chars: int = 0  # the summary's length
+    keep: bool = False  # keep the last result (the cohort claim check reads it)
+    result: object = None
+
+    def sample(self, eng, df) -> None:
         c = time.process_time()
-        last = eng.run(plan)
-        cpu.append((time.process_time() - c) * 1000)
-        totals.append(sum(t.ms for t in last.trace))
-    nodes = {t.node: round(t.ms, 2) for t in last.trace}
-    return round(statistics.median(totals), 2), round(statistics.median(cpu), 2), nodes, last
+        res = eng.run(self.plan)
+        self.cpu.append((time.process_time() - c) * 1000)
+        self.ms.append(sum(t.ms for t in res.trace))
+        # only what the tables need: results kept alive (a 10,000-row cohort ranking each)
+        # would grow the collector's generations, and a full collection paused whichever
+        # question came next by 40-80 ms in every round
+        self.nodes = {t.node: round(t.ms, 2) for t in res.trace}
+        self.chars = len(res.summary)
+        self.result = res if self.keep else None
+        if self.raw is not None:
+            t, c = time.perf_counter(), time.process_time()
+            self.raw(df)
+            self.raw_ms.append((time.perf_counter() - t) * 1000)
+            self.raw_cpu.append((time.process_time() - c) * 1000)
+
+    @property
+    def median(self) -> float:
+        return round(statistics.median(self.ms), 2)
 
 
-def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
+def sample_rounds(eng, df, probes: list[Probe], rounds: int) -> list[float]:
+    """Every probe once per round, `rounds` times, after one warm-up run each; the machine's
+    pace (`_pace_ms`) between rounds, returned. The VM's speed flips between fast and about
+    half speed every few seconds (bench/README.md, "The machine's pace"): a question's samples
+    taken back to back (under a second) fall in one phase, so its median is that phase's. Here
+    each question's samples are one round apart and span the whole phase, so its median is the
+    machine's typical time and its p90 shows the slow phases."""
+    for p in probes:
+        eng.run(p.plan)  # warm-up
+    pace = []
+    for r in range(rounds):
+        pace.append(_pace_ms())
+        k = r % len(probes)  # each round starts at another probe: no question always first
+        for p in probes[k:] + probes[:k]:
+            p.sample(eng, df)
+    pace.append(_pace_ms())
+    return pace
+
+
+def _pace_ms() -> float:
+    """A short fixed pure-Python loop (a sixth of `_speed_ms`), in ms x 6: the pace right now,
+    on the scale of `_speed_ms` (about 110 ms at the VM's fast pace)."""
+    t = time.perf_counter()
+    d: dict[str, int] = {}
+    for i in range(100_000):
+        k = str(i % 997)
+        d[k] = d.get(k, 0) + len(k)
+    return round((time.perf_counter() - t) * 6000, 1)
+
+
+def _pace_summary(pace: list[float]) -> dict:
+    return {
+        "min": min(pace),
+        "median": round(statistics.median(pace), 1),
+        "p90": _p90(pace),
+        "max": max(pace),
+        "slow_share": round(sum(x > 160 for x in pace) / len(pace), 2),  # rounds at < ~2/3 speed
+    }
+
+
+def query(sizes: list[int], workdir: Path, repeat: int, rounds: int) -> dict:
     from engine.config import Config
     from engine.engine_factory import settle_heap
     from engine.grounding.guard import check_numbers
@@ -202,6 +276,7 @@ def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
     from kb_store.chroma_kb import open_kb
 
     out: dict = {"rows": [], "ledger": [], "page": [], "speed_loop_ms_start": _speed_ms()}
+    out["rounds"] = rounds
     for n in sizes:
         kb_dir = workdir / f"kb{n}"
         t = time.perf_counter()
@@ -215,38 +290,45 @@ def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
         ids = kb.patient_ids()
         p1, p2 = ids[len(ids) // 2], ids[len(ids) // 3]
         print(f"[{n}] KB open + table load {load_ms} ms", file=sys.stderr, flush=True)
-        cases = [
-            (name, Plan((), "cohort", query=q), RAW[name]) for name, q in COHORT_QUERIES.items()
+        fixed = [
+            Probe(name, Plan((), "cohort", query=q), RAW[name], keep=name == BURDEN)
+            for name, q in COHORT_QUERIES.items()
         ]
-        cases += [
-            (
+        fixed += [
+            Probe(
                 "trajectory (1 patient)",
                 Plan((p1,), "trajectory"),
                 lambda d, ps=(p1,): raw_patient_series(d, list(ps)),
             ),
-            (
+            Probe(
                 "comparison (2 patients)",
                 Plan((p1, p2), "comparison"),
                 lambda d, ps=(p1, p2): raw_patient_series(d, list(ps)),
             ),
         ]
-        for name, plan, raw in cases:
-            ems, ecpu, nodes, res = _engine_ms(eng, plan, repeat)
-            rms, rcpu = _median_ms(lambda raw=raw, df=df: raw(df), repeat)
+        spread = spread_probes(ids)
+        pace = sample_rounds(eng, df, fixed + [p for _, ps in spread for p in ps], rounds)
+        out.setdefault("pace", {})[n] = {**_pace_summary(pace), "samples": pace}
+        print(f"[{n}] pace {out['pace'][n]}", file=sys.stderr, flush=True)
+        for p in fixed:
             row = {
                 "patients": n,
-                "case": name,
-                "engine_ms": ems,
-                "raw_ms": rms,
-                "ratio": round(ems / rms, 1) if rms else None,
-                "engine_cpu_ms": ecpu,
-                "raw_cpu_ms": rcpu,
-                "cpu_ratio": round(ecpu / rcpu, 1) if rcpu else None,
-                "nodes": nodes,
+                "case": p.name,
+                "engine_ms": p.median,
+                "engine_p90_ms": round(_p90(p.ms), 2),
+                "engine_max_ms": round(max(p.ms), 2),
+                "raw_ms": round(statistics.median(p.raw_ms), 2),
+                "engine_cpu_ms": round(statistics.median(p.cpu), 2),
+                "raw_cpu_ms": round(statistics.median(p.raw_cpu), 2),
+                "nodes": p.nodes,
+                "samples_ms": [round(x, 2) for x in p.ms],
             }
+            row["ratio"] = round(row["engine_ms"] / row["raw_ms"], 1)
+            row["cpu_ratio"] = round(row["engine_cpu_ms"] / row["raw_cpu_ms"], 1)
             out["rows"].append(row)
-            print(row, file=sys.stderr, flush=True)
-            if name == "cohort: highest total burden":
+            print({k: v for k, v in row.items() if k != "samples_ms"}, file=sys.stderr, flush=True)
+            if p.name == BURDEN:
+                res = p.result
                 t = time.perf_counter()
                 c = time.process_time()
                 for _ in range(repeat):
@@ -267,14 +349,14 @@ def query(sizes: list[int], workdir: Path, repeat: int) -> dict:
                         "ranking_rows": len(res.cohort["ranking"]),
                     }
                 )
-        out.setdefault("spread", []).extend(spread_bench(n, eng, ids, repeat))
+        out.setdefault("spread", []).extend(spread_rows(n, spread))
         out["page"].append(page_bench(n, kb, eng, df, repeat))
         out.setdefault("load_ms", {})[n] = load_ms
     out["speed_loop_ms_end"] = _speed_ms()
     return out
 
 
-def spread_bench(n: int, eng, ids: list[int], repeat: int, sample: int = 20) -> list[dict]:
+def spread_probes(ids: list[int], sample: int = 20) -> list[tuple[str, list[Probe]]]:
     """Single-patient questions over a spread of patients, not one: the engine time follows the
     length of the summary (a patient with many severe items and red flags has a longer text to
     check), so the fixed patient of the main table may sit anywhere in the distribution."""
@@ -282,42 +364,48 @@ def spread_bench(n: int, eng, ids: list[int], repeat: int, sample: int = 20) -> 
 
     step = max(1, len(ids) // sample)
     picks = ids[::step][:sample]
+    traj = [Probe("trajectory (1 patient)", Plan((p,), "trajectory")) for p in picks]
+    comp = [
+        Probe("comparison (2 patients)", Plan((p, picks[(i + 1) % len(picks)]), "comparison"))
+        for i, p in enumerate(picks)
+    ]
+    return [("trajectory (1 patient)", traj), ("comparison (2 patients)", comp)]
+
+
+def spread_rows(n: int, spread: list[tuple[str, list[Probe]]]) -> list[dict]:
+    """Per question type: the distribution of the sampled patients' medians, and every sample."""
     rows = []
-    for name, make in (
-        ("trajectory (1 patient)", lambda i, p: Plan((p,), "trajectory")),
-        (
-            "comparison (2 patients)",
-            lambda i, p: Plan((p, picks[(i + 1) % len(picks)]), "comparison"),
-        ),
-    ):
-        per, cpu, chars, patients = [], [], [], []
-        speed = [_speed_ms()]
-        for i, p in enumerate(picks):
-            ems, ecpu, _nodes, res = _engine_ms(eng, make(i, p), repeat)
-            per.append(ems)
-            cpu.append(ecpu)
-            chars.append(len(res.summary))
-            patients.append({"patients": list(res.plan.patients), "ms": ems, "chars": chars[-1]})
-        speed.append(_speed_ms())
+    for name, probes in spread:
+        per = [p.median for p in probes]
+        every = [x for p in probes for x in p.ms]
+        chars = [p.chars for p in probes]
         row = {
             "patients": n,
             "case": name,
-            "sampled": len(picks),
+            "sampled": len(probes),
             "median_ms": round(statistics.median(per), 1),
-            "p90_ms": round(sorted(per)[int(0.9 * (len(per) - 1))], 1),
+            "p90_ms": round(_p90(per), 1),
             "max_ms": round(max(per), 1),
-            "median_cpu_ms": round(statistics.median(cpu), 1),
-            "max_cpu_ms": round(max(cpu), 1),
+            "median_cpu_ms": round(statistics.median(x for p in probes for x in p.cpu), 1),
             "under_50ms": sum(x < 50 for x in per),
+            # every single run, not only the medians: the slow phases show here
+            "samples": len(every),
+            "samples_p90_ms": round(_p90(every), 1),
+            "samples_over_50ms": sum(x >= 50 for x in every),
             "summary_chars_median": int(statistics.median(chars)),
             "summary_chars_max": max(chars),
-            # the VM's pace before / after the sample (a fixed loop; lower is faster): wall
-            # time on the shared machine moves by up to 1.5x between identical runs
-            "speed_loop_ms": speed,
-            "per_question": patients,
+            "per_question": [
+                {
+                    "patients": list(p.plan.patients),
+                    "ms": p.median,
+                    "p90_ms": round(_p90(p.ms), 1),
+                    "chars": p.chars,
+                }
+                for p in probes
+            ],
         }
         rows.append(row)
-        print(row, file=sys.stderr, flush=True)
+        print({k: v for k, v in row.items() if k != "per_question"}, file=sys.stderr, flush=True)
     return rows
 
 
@@ -385,7 +473,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-facts"))
     ap.add_argument("--patients", type=int, action="append")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="page reruns and cohort claim checks")
+    ap.add_argument(
+        "--rounds", type=int, default=15, help="query phase: samples per question, one per round"
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--reuse", action="store_true", help="keep KBs already built under --workdir")
     ap.add_argument("--phase", choices=("build", "query", "both"), default="both")
@@ -406,7 +497,7 @@ def main() -> None:
     if a.phase in ("build", "both"):
         res["build"] = build(sizes, a.workdir, a.reuse, a.seed)
     if a.phase in ("query", "both"):
-        res["query"] = query(sizes, a.workdir, a.repeat)
+        res["query"] = query(sizes, a.workdir, a.repeat, a.rounds)
         res["load_after"] = round(os.getloadavg()[0], 1)
     print(json.dumps(res, indent=1))
     if a.json_out:
