@@ -4,12 +4,17 @@ Wall time on the shared 2-core VM moves by up to 1.5x between identical runs; th
 instructions a pass executes does not. Run under valgrind with 0 and with 1 extra pass; the
 difference is one pass of the questions (KB open, imports and a warm-up pass cancel out):
 
-    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \\
+    PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \\
         .venv/bin/python bench/facts_pass.py /tmp/bench-facts/kb44 traj 0
     (the same with a last argument of 1; "I refs" of the second minus the first)
 
+Repeated counts of the same code still differ by up to ~2 % (one:17: 1,189 and 1,213 M):
+dictionaries keyed by id() follow the addresses. Treat single differences under ~3 % as noise.
+
 Groups: traj (20 trajectory questions, every n/20-th patient), comp (20 comparisons), cohort
-(the bench's three cohort questions). The KB is one built by bench_facts.py (hashing embeddings).
+(the bench's three cohort questions), one:P (five trajectory questions of patient P: one long
+summary, e.g. one:17 on the 44-patient KB). The KB is one built by bench_facts.py (hashing
+embeddings).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ COHORT = (
 
 def plans(ids: list[int], group: str) -> list[Plan]:
     picks = ids[:: max(1, len(ids) // 20)][:20]
+    if group.startswith("one:"):
+        return [Plan((int(group[4:]),), "trajectory")] * 5
     if group == "traj":
         return [Plan((p,), "trajectory") for p in picks]
     if group == "comp":
