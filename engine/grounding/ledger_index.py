@@ -3,7 +3,7 @@ patients, visits and dates it knows, and its numeric tokens (the paper's N_facts
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from engine.grounding.facts_view import FactsView
 from engine.grounding.numbers import canonical
@@ -108,7 +108,7 @@ class LedgerIndex:
             out.extend(self._filter(pool, patient, visit, domain, items))
         return out
 
-    def _item_pool(self, kind: str, patient: int | None, items: Iterable[str]) -> list[FactValue]:
+    def _item_pool(self, kind: str, patient: int | None, items: Collection[str]) -> list[FactValue]:
         """The values of `kind` with one of `items`, in the order of the unrestricted pool (the
         patient's values, then those of no patient; or every value of the kind, in ledger order)
         with the values of other items left out (the filter would drop them)."""

@@ -122,6 +122,11 @@ def _judge_visit_list(cl: Claim, idx: LedgerIndex) -> None:
             if hit[1]:
                 good.append(f)
         per_visit[v] = good
+    settle_visit_list(cl, per_visit)
+
+
+def settle_visit_list(cl: Claim, per_visit: dict[int, list[FactValue]]) -> None:
+    """The verdict of a visit-list claim from the values that hold at each listed visit."""
     missing = [v for v, good in per_visit.items() if not good]
     if missing:
         cl.status = "wrong"

@@ -82,18 +82,13 @@ def test_item_look_ups_equal_the_filter_over_the_whole_pool(dataset):
 
 
 def _old_judge_visit_list(cl: Claim, idx: LedgerIndex) -> None:
-    """The per-visit verdict before issue 16's change (dataclasses.replace, every value per visit)."""
+    """The per-visit values before issue 16's change (dataclasses.replace, every value per
+    visit), settled as the verdict settles them."""
     per_visit = {
         v: verdict._good(dataclasses.replace(cl, visit=v, visit_list=[]), idx)
         for v in cl.visit_list
     }
-    missing = [v for v, good in per_visit.items() if not good]
-    if missing:
-        cl.status = "wrong"
-        cl.reason = f"{cl.text} does not hold for {cl.describe()} at visit(s) {missing}"
-    else:
-        cl.status = "correct"
-        cl.matched = [f for good in per_visit.values() for f in good]
+    verdict.settle_visit_list(cl, per_visit)
 
 
 def _visit_list_claims(text: str, idx: LedgerIndex) -> list[Claim]:
