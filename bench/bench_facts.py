@@ -24,7 +24,7 @@ Two phases, one command:
 Usage (from the repository root):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_facts.py --workdir /tmp/bench-facts \
         --rounds 15 --json-out /tmp/bench_facts.json
-Prints Markdown tables; writes the raw numbers as JSON.
+Prints the raw numbers as JSON (and writes them to --json-out); bench/README.md has the tables.
 """
 
 from __future__ import annotations
