@@ -13,7 +13,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from engine.grounding import literal_scan
-from engine.grounding.claim import Claim
+from engine.grounding.claim import Claim, variant
 from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next_domain, sentences
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import NumberToken, extract_numbers
@@ -103,11 +103,9 @@ def read_paragraph(para: str, idx: LedgerIndex) -> ParagraphReading:
 def shifted_claim(c: Claim, d: int, paragraph: int, sentence0: int) -> Claim:
     """A copy of `c` at offset `d` in its text, in the given paragraph, its sentence index moved
     by `sentence0` (the other fields are shared: read-only after the verdict)."""
-    out = object.__new__(Claim)
-    out.__dict__.update(c.__dict__)
-    out.start, out.end = c.start + d, c.end + d
-    out.paragraph, out.sentence = paragraph, c.sentence + sentence0
-    return out
+    return variant(
+        c, start=c.start + d, end=c.end + d, paragraph=paragraph, sentence=c.sentence + sentence0
+    )
 
 
 def _start(x: Cue | NumberToken) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.grounding.claim import Claim
+from engine.grounding.claim import Claim, variant
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import canonical
 from engine.grounding.vocabulary import ROUNDED_KINDS, SIGNED_KINDS, item_counts
@@ -195,15 +195,6 @@ def _holds(cl: Claim, f: FactValue) -> bool:
 def _good(cl: Claim, idx: LedgerIndex, facts: list[FactValue] | None = None) -> list[FactValue]:
     facts = candidates(cl, idx) if facts is None else facts
     return [f for f in facts if _holds(cl, f)]
-
-
-def variant(cl: Claim, **changes: object) -> Claim:
-    """`dataclasses.replace(cl, **changes)` without re-running the 25-field __init__ (Claim has
-    no __post_init__): the other fields are the same objects, as replace would pass them."""
-    out = object.__new__(Claim)
-    out.__dict__.update(cl.__dict__)
-    out.__dict__.update(changes)
-    return out
 
 
 # ---------------------------------------------------------------- candidates by kind
