@@ -68,7 +68,7 @@ def open_engine(data: Path, kb_dir: str | None):
 
 
 def label(text: str) -> str:
-    from engine.readable_text import _label
+    from engine.writing.readable import _label
 
     return _label(text)
 

@@ -2,7 +2,7 @@
 and slopes (Result.series, Result.slopes) and clinical references.
 
 No Streamlit here, so every chart is unit-tested on its own. Charts only draw numbers the engine
-computed: scores and items from the fact table, MCID crossings and slopes from engine.course
+computed: scores and items from the fact table, MCID crossings and slopes from engine.clinical.series
 (through the Result); they never compute a change or fill in missing values.
 """
 
@@ -87,7 +87,7 @@ def domains_present(facts: Iterable[Fact]) -> list[str]:
 
 def mcid_marks(series: Iterable[SeriesRow]) -> list[SeriesRow]:
     """The course rows whose change from the previous visit reaches the MCID, as the engine
-    classified them (engine.course; Result.series): this module never recomputes a change."""
+    classified them (engine.clinical.series; Result.series): this module never recomputes a change."""
     return sorted(
         (r for r in series if r.mcid_crossing and r.score is not None),
         key=lambda r: (r.patient, r.domain, r.visit),
@@ -186,7 +186,7 @@ def _mcid_hover(m: SeriesRow, direction: str) -> str:
 
 
 def _mcid_markers(fig: go.Figure, doms: Sequence[str], series: Sequence[SeriesRow]) -> None:
-    """Open triangles on the visits whose change reaches the MCID (engine.course)."""
+    """Open triangles on the visits whose change reaches the MCID (engine.clinical.series)."""
     marks = mcid_marks(series)
     shown: set[str] = set()
     for r, dom in enumerate(doms, start=1):
@@ -326,7 +326,7 @@ def item_heatmap(
 
 def result_slopes(result: Result) -> list[Slope]:
     """The slopes a result carries: the cohort agent's (with the UPDRS total) when it ran, else
-    each patient's per-domain slopes of Result.slopes; both computed by engine.course."""
+    each patient's per-domain slopes of Result.slopes; both computed by engine.clinical.series."""
     rows = (result.cohort or {}).get("slopes")
     slopes = [Slope(**r) for r in rows] if isinstance(rows, list) else list(result.slopes)
     return [s for s in slopes if s.slope is not None]

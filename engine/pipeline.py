@@ -21,16 +21,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine import clinical
 from engine.agents.cohort import cohort_node
 from engine.agents.comparison import comparison_node
 from engine.agents.domain import active_domains, domain_node
 from engine.agents.final import final_node
+from engine.clinical.course import courses_json
+from engine.clinical.findings import course_and_findings
+from engine.clinical.ledger import build_ledger, cohort_values, ledger_values
+from engine.clinical.series import series, slopes
 from engine.config import Config
 from engine.contexts import Contexts, load_contexts
-from engine.course import series, slopes
 from engine.grounding.run_memo import run_memo
-from engine.ledger import build_ledger, cohort_values
 from engine.llm.base import LLM
 from engine.metrics import in_order
 from engine.plan import check_patients, plan_node
@@ -155,11 +156,11 @@ class Engine:
             return list(result.facts), list(result.ledger)
         out = fetch_facts(result.plan, self.kb)
         ser = series(out["facts"], self.contexts)
-        clin = clinical.course_and_findings(out["facts"], self.contexts, result.plan.patients)
+        clin = course_and_findings(out["facts"], self.contexts, result.plan.patients)
         excluded = self._excluded(result.plan.patients)
         ledger = (
             build_ledger(out["facts"], ser, self.contexts)
-            + clinical.ledger_values(clin["courses"], clin["findings"], excluded)
+            + ledger_values(clin["courses"], clin["findings"], excluded)
             + cohort_values(result.cohort)
         )
         return out["facts"], ledger
@@ -184,7 +185,7 @@ class Engine:
             series=[r for rows in state.series.values() for r in rows],
             slopes=slopes(state.series),
             excluded_sessions=state.excluded,
-            courses=clinical.courses_json(state.courses),
+            courses=courses_json(state.courses),
             summary_dense=state.summary_dense,
         )
 

@@ -13,9 +13,10 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from engine import clinical, fact_query
-from engine.course import series
-from engine.ledger import build_ledger
+from engine.clinical import cohort_table
+from engine.clinical.findings import course_and_findings
+from engine.clinical.ledger import build_ledger, ledger_values
+from engine.clinical.series import series
 from engine.state import NodeContext, State
 from engine.types import Fact, Plan
 from kb_store.documents import KBDoc
@@ -132,9 +133,9 @@ def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[F
     has one (issue 16; same rows, same order), else from the session documents' metadata."""
     rows: list[Fact] = []
     on_rows: list[Fact] = []
-    table = fact_query.table_of(kb)
+    table = cohort_table.table_of(kb)
     if table is not None:
-        for cond, fs in fact_query.patient_facts(table, p, list(plan.instruments)):
+        for cond, fs in cohort_table.patient_facts(table, p, list(plan.instruments)):
             (on_rows if cond.upper() == "ON" else rows).extend(fs)
         return rows, on_rows
     for d in kb.session_docs(p, list(plan.instruments)):
@@ -188,7 +189,7 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
 
 
 def retrieve_node(state: State, ctx: NodeContext) -> dict:
-    """F and its subsets, the course of each domain (engine.course.series) and the ledger.
+    """F and its subsets, the course of each domain (engine.clinical.series.series) and the ledger.
 
     A cohort plan over every visit and a KB with a session table retrieves one long frame
     instead (issue 16: no per-fact objects for 10,000 patients); the cohort node computes the
@@ -196,10 +197,10 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
     Visit-filtered cohorts take the per-patient path (facts still read from the table)."""
     plan = state.plan
     whole = plan.analysis == "cohort" and plan.visit_filter == "none"
-    table = fact_query.table_of(ctx.kb) if whole else None
+    table = cohort_table.table_of(ctx.kb) if whole else None
     if table is not None:
         known = ctx.kb.patient_ids()
-        long, notes = fact_query.cohort_frame(
+        long, notes = cohort_table.cohort_frame(
             table,
             plan.patients,
             plan.instruments,
@@ -216,8 +217,6 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
     out["ledger"] = build_ledger(out["facts"], out["series"], ctx.contexts)
     # issue 11: the whole course per instrument, item findings, and the sessions excluded at
     # ingest for the plan's patients, with the ledger rows the readable summary states
-    out.update(clinical.course_and_findings(out["facts"], ctx.contexts, state.plan.patients))
-    out["ledger"] = out["ledger"] + clinical.ledger_values(
-        out["courses"], out["findings"], state.excluded
-    )
+    out.update(course_and_findings(out["facts"], ctx.contexts, state.plan.patients))
+    out["ledger"] = out["ledger"] + ledger_values(out["courses"], out["findings"], state.excluded)
     return out

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.course import least_squares_slope
+from engine.clinical.series import least_squares_slope
 from engine.retrieve import facts_from_doc
 from engine.types import Fact
 from kb_store.profiles import DOMAIN_LABELS, load_profile

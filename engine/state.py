@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from engine.clinical.series import Series
 from engine.config import Config
 from engine.contexts import Contexts
-from engine.course import Series
 from engine.llm.base import LLM
 from engine.types import (
     CohortAnswer,
@@ -50,8 +50,10 @@ class State:
     subsets: dict[str, list[Fact]] = field(default_factory=dict)  # F_motor, F_adl, ...
     on_facts: list[Fact] = field(default_factory=list)  # PPMI ON-exam rows, kept apart
     notes: list[str] = field(default_factory=list)  # retrieval notes (missing visits, ON exams)
-    series: Series = field(default_factory=dict)  # engine.course.series of the facts
-    cohort_frame: Any = None  # cohort over the session table: engine.fact_query.cohort_frame
+    series: Series = field(default_factory=dict)  # engine.clinical.series.series of the facts
+    cohort_frame: Any = (
+        None  # cohort over the session table: engine.clinical.cohort_table.cohort_frame
+    )
     next_node: str = ""
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
@@ -69,8 +71,10 @@ class State:
     skipped_calls: int = 0  # requests not sent: prompt longer than the model's context
     trace: list[TraceEntry] = field(default_factory=list)
     excluded: list[dict[str, Any]] = field(default_factory=list)  # issue 11: kb_store.exclusions
-    courses: dict[Any, Any] = field(default_factory=dict)  # issue 11: engine.clinical_course
-    findings: dict[int, Any] = field(default_factory=dict)  # issue 11: engine.findings per patient
+    courses: dict[Any, Any] = field(default_factory=dict)  # issue 11: engine.clinical.course
+    findings: dict[int, Any] = field(
+        default_factory=dict
+    )  # issue 11: engine.clinical.findings per patient
     summary_dense: str = ""
     sink: Any = None  # engine.llm.base.TextSink: streamed text and cancel (dashboard)
 

@@ -302,7 +302,7 @@ class GuardRecord(TypedDict, total=False):
 
 
 class CohortAnswer(TypedDict, total=False):
-    """The Cohort Agent's answer (engine.cohort_stats.compute_cohort): the statistic mu, its
+    """The Cohort Agent's answer (engine.clinical.cohort.compute_cohort): the statistic mu, its
     domain, the top patient and value, the ranking, per-domain statistics, slopes and notes."""
 
     statistic: str
@@ -353,11 +353,11 @@ class Result:
     backend: str = ""
     #: agent -> the checked claims of its released text (the guard's records; "final" = summary)
     claims: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: per-domain course rows (engine.course.SeriesRow.to_dict) and slopes the charts draw
+    #: per-domain course rows (engine.clinical.series.SeriesRow.to_dict) and slopes the charts draw
     series: list[SeriesRow] = field(default_factory=list)
     slopes: list[Slope] = field(default_factory=list)
     # issue 11: sessions left out at ingest for the plan's patients, the whole course per patient
-    # and instrument (engine.clinical_course), and the dense facts text kept for the Provenance page
+    # and instrument (engine.clinical.course), and the dense facts text kept for the Provenance page
     excluded_sessions: list[dict[str, Any]] = field(default_factory=list)
     courses: list[dict[str, Any]] = field(default_factory=list)
     summary_dense: str = ""

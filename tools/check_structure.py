@@ -5,7 +5,9 @@ For every module of the product packages (engine, kb_store, dashboard):
 - no private name (a leading underscore) imported from another module;
 - no mutable module-level cache: no `global` rebinding inside a function, and no module-level
   dict / list / set that a function mutates (a per-run memo belongs in a ContextVar or an object);
-- no issue or ticket number in a module's name or its text ("issue 12", "ticket 7").
+- no issue or ticket number in a module's name or its text ("issue 12", "ticket 7");
+- every top-level module and package of engine/ is named in the import-linter layers contract
+  `engine-layers` (pyproject.toml), so that no module escapes the layer and cycle checks.
 
 Prints one line per violation (path:line: rule) and exits 1 when there is any.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 PACKAGES = ("engine", "kb_store", "dashboard")
@@ -62,7 +65,9 @@ def _mutated_in_functions(tree: ast.Module, names: dict[str, int]) -> set[str]:
         for node in ast.walk(fn):
             target = None
             if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
-                targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                targets = (
+                    node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                )
                 for t in targets:
                     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                         target = t.value.id
@@ -106,11 +111,25 @@ def check_file(path: Path, rel: str) -> list[str]:
                 continue
             for alias in node.names:
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
-                    out.append(f"{rel}:{node.lineno}: private name {alias.name} imported from {node.module}")
+                    out.append(
+                        f"{rel}:{node.lineno}: private name {alias.name} imported from {node.module}"
+                    )
     mutables = _module_mutables(tree)
     for name in sorted(_mutated_in_functions(tree, mutables)):
         out.append(f"{rel}:{mutables[name]}: module-level {name} is mutated by a function (cache)")
     return out
+
+
+def unlayered_engine_modules(root: Path) -> list[str]:
+    """Top-level engine modules and packages missing from the `engine-layers` contract."""
+    conf = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = conf["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c.get("id") == "engine-layers")
+    named = {n.strip().strip("()") for layer in layers for n in re.split(r"[|:]", layer)}
+    engine = root / "engine"
+    present = {p.stem for p in engine.glob("*.py") if p.stem != "__init__"}
+    present |= {p.name for p in engine.iterdir() if (p / "__init__.py").exists()}
+    return sorted(present - named)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     for pkg in PACKAGES:
         for path in sorted((root / pkg).rglob("*.py")):
             problems += check_file(path, str(path.relative_to(root)))
+    for name in unlayered_engine_modules(root):
+        problems.append(f"engine/{name}: not in the engine-layers contract of pyproject.toml")
     for p in problems:
         print(p)
     if problems:

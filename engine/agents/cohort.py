@@ -1,22 +1,24 @@
 """Cohort Agent: G = L_cohort(q, mu, ranking, C). The statistics are computed in code
-(engine.cohort_stats); the LLM (when configured) only explains `mu`."""
+(engine.clinical.cohort); the LLM (when configured) only explains `mu`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from engine import clinical, fact_query, facts_text
 from engine.agents.final import cohort_t_patients
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.cohort_stats import compute_cohort, render_cohort_facts
-from engine.course import series
-from engine.ledger import build_ledger, cohort_values
+from engine.clinical import cohort_table
+from engine.clinical.cohort import compute_cohort, render_cohort_facts
+from engine.clinical.findings import course_and_findings
+from engine.clinical.ledger import build_ledger, cohort_values, ledger_values
+from engine.clinical.series import series
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.retrieve import fetch_facts
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Plan
+from engine.writing import dense
 from kb_store.profiles import DOMAINS
 
 
@@ -37,7 +39,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     """Issue 16: the facts, series and ledger of the patients the answer names, not of the whole
     cohort. F, the series and the final table T hold the top of the ranking and the ties
     (engine.agents.final.cohort_t_patients); the ledger adds the scoped cohort values (ranks,
-    ranked scores, slopes and extremes of engine.fact_query.answer_scope). So the final text and
+    ranked scores, slopes and extremes of engine.clinical.cohort_table.answer_scope). So the final text and
     the claim check cost the same at 44 and at 10,000 patients."""
     shown = cohort_t_patients(cohort)
     if state.cohort_frame is not None:
@@ -48,11 +50,11 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
         facts = [f for f in state.facts if f.patient in shown]
     ser = series(facts, ctx.contexts)
     # issue 11: courses and findings of the same patients, with their ledger rows
-    clin = clinical.course_and_findings(facts, ctx.contexts, sorted(shown))
+    clin = course_and_findings(facts, ctx.contexts, sorted(shown))
     ledger = (
         build_ledger(facts, ser, ctx.contexts)
-        + clinical.ledger_values(clin["courses"], clin["findings"], state.excluded)
-        + cohort_values(cohort, fact_query.answer_scope(cohort))
+        + ledger_values(clin["courses"], clin["findings"], state.excluded)
+        + cohort_values(cohort, cohort_table.answer_scope(cohort))
     )
     subsets = {d: [f for f in facts if f.domain == d] for d in DOMAINS}
     return {"facts": facts, "subsets": subsets, "series": ser, "ledger": ledger, **clin}
@@ -62,7 +64,7 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     """The cohort statistics (from the session table's long frame when retrieve built one, else
     from F), the answer's facts and ledger, then G = the text that explains mu."""
     if state.cohort_frame is not None:
-        cohort = fact_query.compute_cohort_table(
+        cohort = cohort_table.compute_cohort_table(
             state.cohort_frame, state.query, state.plan.instruments, state.plan.statistic
         )
     else:
@@ -74,7 +76,7 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     gen = Generation(state, ctx, ledger)
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
     req = with_allowed(req, req.user)
-    fallback = facts_text.cohort_text(cohort)
+    fallback = dense.cohort_text(cohort)
     (text,) = gen.texts([req], [fallback])
     g = gen.release("cohort", req, text, fallback)
     return {

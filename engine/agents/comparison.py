@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from engine import facts_text
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.course import fmt, fmt_signed
+from engine.clinical.series import fmt, fmt_signed
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import SeriesRow, TableBRow
+from engine.writing import dense
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 
@@ -80,7 +80,7 @@ def comparison_node(state: State, ctx: NodeContext) -> dict:
     req = with_allowed(
         comparison_request(state.query, table_b, ctx.contexts.combined, state.notes), b_text
     )
-    fallback = facts_text.comparison_text(state.series, state.plan.patients)
+    fallback = dense.comparison_text(state.series, state.plan.patients)
     (text,) = gen.texts([req], [fallback])
     o = b_text + "\n\n" + gen.release("comparison", req, text, fallback)
     return {

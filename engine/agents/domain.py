@@ -1,7 +1,7 @@
 """Domain Agents (motor, adl, nonmotor, qol): N_d = L_domain(q, F_d, C_d).
 
 The per-visit deltas, cumulative change from baseline, MCID labels and severity are computed in
-code (engine.course.series) and rendered into the prompt's facts table; an empty subset is skipped (no
+code (engine.clinical.series.series) and rendered into the prompt's facts table; an empty subset is skipped (no
 request, no LLM call).
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine import facts_text
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.course import render_series_table
+from engine.clinical.series import render_series_table
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import SeriesRow
+from engine.writing import dense
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 AGENT_NAMES = {"motor": "motor", "adl": "adl", "nonmotor": "nonmotor", "qol": "qol"}
@@ -57,7 +57,7 @@ def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
     fallbacks: dict[str, str] = {}
     for d in domains:
         rows = domain_rows(state, d)
-        fallbacks[d] = facts_text.domain_text(d, rows, ctx.contexts, state.notes)
+        fallbacks[d] = dense.domain_text(d, rows, ctx.contexts, state.notes)
         req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
         if req is not None:
             reqs[d] = with_allowed(req, render_series_table(rows))

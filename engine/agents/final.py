@@ -11,20 +11,19 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine import clinical, facts_text
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.contexts import Contexts
-from engine.course import fmt, render_series_table
+from engine.clinical.findings import all_red_flags, incongruence_flags, red_flags
+from engine.clinical.series import fmt, render_series_table
 from engine.grounding.screening import screen_and_annotate
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Fact, Flags, SeriesRow
-from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
+from engine.writing import dense, readable
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 
 def score_table(facts: Sequence[Fact]) -> list[dict[str, Any]]:
@@ -47,66 +46,6 @@ def render_score_table(table: Sequence[dict[str, Any]], domains: Sequence[str] =
             f"Patient {r['patient']}, visit {r['visit']} ({r['date']}): " + ", ".join(parts)
         )
     return "\n".join(lines)
-
-
-def incongruence_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
-    by_visit: dict[tuple[int, int], list[Fact]] = defaultdict(list)
-    for f in facts:
-        if f.score is not None:
-            by_visit[(f.patient, f.visit)].append(f)
-    out = []
-    for (p, v), fs in sorted(by_visit.items()):
-        for z in fs:
-            if z.score != 0:
-                continue
-            for e in fs:
-                cut = ctx.moderate_cutoff(e.profile, e.domain)
-                if e is z or cut is None or e.score is None or e.score < cut:
-                    continue
-                out.append(
-                    {
-                        "patient": p,
-                        "visit": v,
-                        "date": z.date,
-                        "domain": z.domain,
-                        "elevated_domain": e.domain,
-                        "values": {z.domain: z.score, e.domain: e.score},
-                        "cutoff": cut,
-                        "rule": ctx.incongruence_rule,
-                        "source": "contexts/thresholds.json incongruence.moderate_cutoff."
-                        f"{e.profile}: {ctx.moderate_source.get(e.profile, '')}",
-                    }
-                )
-    return out
-
-
-def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
-    out = []
-    for f in facts:
-        prof = load_profile(f.profile)
-        for rule in ctx.red_flags:
-            codes = rule.items.get(f.profile, ())
-            for code in tuple(f.items) if codes == ("*",) else codes:  # "*": every item
-                val = f.items.get(code)
-                if code not in f.items or val is None or val < rule.min:
-                    continue
-                out.append(
-                    {
-                        "patient": f.patient,
-                        "visit": f.visit,
-                        "date": f.date,
-                        "domain": f.domain,
-                        "item": code,
-                        "item_label": prof.item(code).label,
-                        "value": val,
-                        "threshold": rule.min,
-                        "rule": rule.id,
-                        "label": rule.label,
-                        "why": rule.why,
-                        "source": rule.source,
-                    }
-                )
-    return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
 
 
 def render_flags(flags: dict[str, list[dict[str, Any]]]) -> str:
@@ -189,8 +128,8 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     """Score table T, flags, mode dispatch, the verified synthesis, screening and the note."""
     flags: Flags = {
         "incongruence": incongruence_flags(state.facts, ctx.contexts),
-        # issue 11: threshold rules plus new onset (engine.findings)
-        "red_flags": clinical.all_red_flags(red_flags(state.facts, ctx.contexts), state.findings),
+        # issue 11: threshold rules plus new onset (engine.clinical.findings)
+        "red_flags": all_red_flags(red_flags(state.facts, ctx.contexts), state.findings),
     }
     mode = dispatch_mode(
         state.plan.analysis,
@@ -198,7 +137,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         comparison=bool(state.table_b),
         domain_narratives=any(d in state.narratives for d in DOMAINS),
     )
-    fallback = facts_text.final_text(
+    fallback = dense.final_text(
         mode,
         series=state.series,
         facts=state.facts,
@@ -206,22 +145,22 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         flags=flags,
         cohort=state.cohort,
     )
-    dense = fallback
+    dense_text = fallback
     if mode == "trajectory":  # issue 11: the readable text; the dense form stays for QA
-        fallback = clinical.readable_trajectory(state, ctx.contexts)
+        fallback = readable.readable_trajectory(state, ctx.contexts)
     else:
         if mode == "comparison":  # red flags per item, as the trajectory writes them
-            fallback = clinical.readable_comparison(state, flags)
-        note = clinical.baseline_note(state)
+            fallback = readable.readable_comparison(state, flags)
+        note = readable.baseline_note(state)
         if note:
             fallback = fallback + "\n\n" + note
         if state.excluded:
-            fallback = fallback + "\n\n" + clinical.excluded_text(state.excluded)
+            fallback = fallback + "\n\n" + readable.excluded_text(state.excluded)
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)
     # issue 11: framing, falls and red flags as given facts (ledger values); not in cohort mode
-    given = "none" if mode == "cohort" else clinical.final_given_facts(state)
+    given = "none" if mode == "cohort" else readable.final_given_facts(state)
     req = final_request(
         state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined, given
     )
@@ -234,7 +173,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         "flags": flags,
         "mode": mode,
         "summary": summary,
-        "summary_dense": dense,
+        "summary_dense": dense_text,
         "prompts": {**state.prompts, "final": prompt_text(req)},
         "screening": list(screening),
         **gen.changes(),

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.clinical.ledger import allowed_numbers
 from engine.grounding.guard import StatementSpec, guard_text
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.verify import context_phrases
-from engine.ledger import allowed_numbers
 from engine.llm.base import LLMRequest, PromptTooLongError
 from engine.state import NodeContext, State
 from engine.types import FactValue, GuardRecord

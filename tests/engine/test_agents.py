@@ -8,8 +8,8 @@ import pytest
 
 from engine.agents.comparison import build_table_b, render_table_b
 from engine.agents.final import dispatch_mode, incongruence_flags, red_flags, score_table
-from engine.cohort_stats import choose_statistic, compute_cohort
-from engine.course import classify, series
+from engine.clinical.cohort import choose_statistic, compute_cohort
+from engine.clinical.series import classify, series
 from engine.retrieve import fetch_facts
 from engine.route import route_after_retrieve
 from engine.types import Plan

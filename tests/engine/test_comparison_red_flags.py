@@ -13,8 +13,8 @@ import pytest
 from engine.config import Config
 from engine.eval.harness import default_marag_dir, open_dataset
 from engine.pipeline import Engine
-from engine.readable_text import _label
 from engine.types import Plan
+from engine.writing.readable import _label
 
 _VISITS = re.compile(r"\bat visits? (\d+(?:(?:, | and )\d+)*)")
 

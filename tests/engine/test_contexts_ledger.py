@@ -8,10 +8,10 @@ import shutil
 import marag_engine_fixtures as fx
 import pytest
 
+from engine.clinical.ledger import allowed_numbers
 from engine.config import REPO_ROOT
 from engine.contexts import ContextError, load_contexts
 from engine.grounding.guard import guard_text
-from engine.ledger import allowed_numbers
 from engine.types import Plan
 
 CTX_DIR = REPO_ROOT / "contexts"

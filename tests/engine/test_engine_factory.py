@@ -27,3 +27,23 @@ def test_no_kb_at_the_configured_place_is_a_clear_error(tmp_path):
     cfg = Config.load({"kb_dir": str(tmp_path / "none"), "embedding": "hashing"}, env={})
     with pytest.raises(KBMissingError, match=str(tmp_path / "none")):
         open_engine(cfg)
+
+
+def test_public_api_asks_a_question_over_the_configured_kb(tmp_path):
+    """`from engine import open_engine, Config`: the KB that Config names (a real Chroma KB, hashing
+    embeddings), planned from the query text, answered by the facts backend."""
+    import engine
+    from kb_store.ingest import load_sources
+    from kb_store.synth import default_sample_path
+
+    assert sorted(engine.__all__) == ["Config", "open_engine"]
+    cfg = engine.Config.load(
+        {"kb_dir": str(tmp_path / "kb"), "embedding": "hashing", "llm": "facts"}, env={}
+    )
+    cfg.kb.build(load_sources([default_sample_path()]).sessions)
+    result = engine.open_engine(cfg).ask("How did patient 3's motor score change over time?")
+    assert result.plan.patients == (3,) and result.plan.analysis == "trajectory"
+    assert "patient 3" in result.summary.lower()
+    assert result.verification["unsupported"] == []
+    with pytest.raises(AttributeError, match="no attribute 'Engine'"):
+        _ = engine.Engine

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import fact_query
 from engine.agents.final import cohort_t_patients
-from engine.cohort_stats import STATISTIC_FLAGS, compute_cohort
+from engine.clinical import cohort_table
+from engine.clinical.cohort import STATISTIC_FLAGS, compute_cohort
 from engine.config import Config
 from engine.grounding.guard import check_numbers
 from engine.pipeline import Engine
@@ -99,7 +99,7 @@ def test_every_cohort_statistic_equals_the_per_fact_computation(kb):
     compared = 0
     for inst, flag in itertools.product(INSTRUMENTS, ("", *STATISTIC_FLAGS)):
         plan = Plan(pats, "cohort", inst, "none")
-        long, notes = fact_query.cohort_frame(table, pats, inst, "none")
+        long, notes = cohort_table.cohort_frame(table, pats, inst, "none")
         ref = fetch_facts(plan, DocsOnlyKB(kb))
         assert notes == ref["notes"], inst
         for q in QUERIES:
@@ -107,13 +107,13 @@ def test_every_cohort_statistic_equals_the_per_fact_computation(kb):
                 want = compute_cohort(ref["facts"], q, inst, statistic=flag)
             except ValueError as e:
                 with pytest.raises(ValueError, match=str(e)[:30]):
-                    fact_query.compute_cohort_table(long, q, inst, flag)
+                    cohort_table.compute_cohort_table(long, q, inst, flag)
                 continue
-            assert fact_query.compute_cohort_table(long, q, inst, flag) == want, (inst, flag, q)
+            assert cohort_table.compute_cohort_table(long, q, inst, flag) == want, (inst, flag, q)
             compared += 1
     assert compared > 150
     with pytest.raises(ValueError, match="visit_filter 'none' only"):
-        fact_query.cohort_frame(table, pats, INSTRUMENTS[0], "baseline")
+        cohort_table.cohort_frame(table, pats, INSTRUMENTS[0], "baseline")
 
 
 def test_visit_filtered_cohorts_take_the_per_patient_path(kb):
@@ -140,7 +140,7 @@ def test_cohort_answer_is_unchanged_and_scoped_to_the_patients_it_names(kb):
         assert new.summary == old.summary and new.cohort == old.cohort
         assert new.narratives == old.narratives
         assert new.verification["unsupported"] == old.verification["unsupported"]
-        scope = set(fact_query.answer_scope(new.cohort))
+        scope = set(cohort_table.answer_scope(new.cohort))
         assert {f.patient for f in new.facts} == cohort_t_patients(new.cohort) <= scope
         assert {v.patient for v in new.ledger if v.patient is not None} <= scope
         full_facts, full_ledger = Engine(cfg, kb, None).evidence(new)
@@ -166,9 +166,9 @@ def test_ledger_and_final_text_do_not_grow_with_the_cohort(tmp_path):
         assert r.cohort["n_patients"] == n and len(r.cohort["ranking"]) == n
         assert r.verification["unsupported"] == [] and r.verification["numbers"] > 0
         bound = (
-            fact_query.SCOPE_RANKING
-            + fact_query.SCOPE_PDQ8
-            + 2 * fact_query.SCOPE_EXTREMES * len(r.cohort["domain_stats"])
+            cohort_table.SCOPE_RANKING
+            + cohort_table.SCOPE_PDQ8
+            + 2 * cohort_table.SCOPE_EXTREMES * len(r.cohort["domain_stats"])
             + len(r.cohort["ties"])
         )
         assert len({v.patient for v in r.ledger if v.patient is not None}) <= bound

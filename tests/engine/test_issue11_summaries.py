@@ -2,7 +2,7 @@
 
 One test (or more) per point of the issue, on ../shared/data/ma-rag (never copied into the repo;
 skipped when absent). Expected values are recomputed here from the ingested sessions where the
-issue names them, so a regression in engine/clinical_course.py, engine/findings.py or the text shows up.
+issue names them, so a regression in engine/clinical/course.py, engine/clinical/findings.py or the text shows up.
 """
 
 from __future__ import annotations
@@ -501,7 +501,7 @@ def test_10_no_patient_asserts_absence_or_resolution_from_suspect_data(engine, t
 
 
 def test_5_zero_is_normal_never_mild(engine, traj):
-    from engine.clinical_course import band_of, course_rules
+    from engine.clinical.course import band_of, course_rules
 
     ctx = fx.CONTEXTS
     rules = course_rules(str(ctx.directory))

@@ -13,6 +13,8 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.clinical.course import course_rules, course_values
+from engine.clinical.findings import Findings, findings_values
 from engine.contexts import Contexts
 from engine.types import Fact, FactValue, SeriesRow, ValueKind
 
@@ -244,7 +246,7 @@ def cohort_values(
     cohort: Mapping[str, Any] | None, scope: Collection[int] | None = None
 ) -> list[FactValue]:
     """The cohort answer's numbers: slopes, cohort statistics, ranks, totals and counts. With
-    `scope` (the patients the answer can name, engine.fact_query.answer_scope; issue 16) only
+    `scope` (the patients the answer can name, engine.clinical.cohort_table.answer_scope; issue 16) only
     those patients' slopes, ranks and ranked scores, plus a score at each domain's maximum and
     minimum: the ledger then scales with the answer, not with the cohort."""
     if not cohort:
@@ -298,7 +300,6 @@ def _reference_band_values(ctx: Contexts, prof: str, dom: str) -> list[FactValue
     """The bounds of a profile's reference severity bands (contexts/thresholds.json
     course.reference_bands), where no published cut-offs exist: the facts text names the band
     of the latest score from them, so the statement check must be able to verify it."""
-    from engine.clinical_course import course_rules
 
     try:
         ref = course_rules(str(ctx.directory))["course"].get("reference_bands", {})
@@ -404,3 +405,54 @@ def allowed_numbers(*texts: str) -> frozenset[str]:
             out.add(tok)
             out.add(tok.lstrip("+-"))
     return frozenset(out)
+
+
+def ledger_values(
+    courses: Mapping, findings: Mapping[int, Findings], excluded: Sequence[Mapping] = ()
+) -> list[FactValue]:
+    onset = {
+        r["rule"]: r["threshold"] for fd in findings.values() for r in fd.new_onset
+    }  # new-onset rules: "at or above 1" after zero at every earlier assessment
+    thresholds = [
+        FactValue(
+            "threshold",
+            float(v),
+            item=f"red_flag_{rule}",
+            label="new onset: first rating at or above",
+            source="contexts/thresholds.json findings.new_onset",
+        )
+        for rule, v in onset.items()
+    ]
+    return (
+        course_values(dict(courses))
+        + findings_values(findings)
+        + excluded_values(excluded)
+        + thresholds
+    )
+
+
+def excluded_values(rows: Sequence[Mapping[str, Any]]) -> list[FactValue]:
+    """Date parts of the sessions excluded at ingest, so the sentence naming them is checkable
+    (visit None: they belong to no visit)."""
+    from kb_store.dates import DateParseError, parse_date
+
+    out = []
+    for r in rows:
+        raw = str(r.get("date", "")).split(" ")[0]
+        try:
+            d = parse_date(raw).date
+        except (DateParseError, ValueError):
+            continue
+        for lab, x in (("year", d.year), ("month", d.month), ("day", d.day)):
+            out.append(
+                FactValue(
+                    "date",
+                    float(x),
+                    r.get("patient"),
+                    None,
+                    date=d.isoformat(),
+                    label=f"{lab} of a session excluded at ingest ({r.get('rule')})",
+                    source=f"{r.get('file')}:{r.get('row')}",
+                )
+            )
+    return out

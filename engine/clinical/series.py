@@ -15,7 +15,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from engine.bands import band_of, course_rules
+from engine.clinical.bands import band_of, course_rules
 from engine.contexts import Contexts, Mcid
 from engine.types import Change, Fact, SeriesRow, Slope
 from kb_store.documents import fmt_num
@@ -105,7 +105,7 @@ def series(facts: Iterable[Fact], ctx: Contexts) -> Series:
 
 def _band(ctx: Contexts, profile: str, domain: str, score: float | None) -> str | None:
     """The band word of one session's score from the published cut-offs, with the course's zero
-    level (engine.bands: a 0 is "normal" here as in the course sentence, never "mild")."""
+    level (engine.clinical.bands: a 0 is "normal" here as in the course sentence, never "mild")."""
     if score is None:
         return None
     rules = course_rules(str(ctx.directory))

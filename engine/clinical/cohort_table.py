@@ -7,7 +7,7 @@ session table holds the same metadata (same build, same generation, checked stam
 
 - `patient_facts` gives exactly the `Fact` rows `engine.retrieve.facts_from_doc` builds from the
   documents (same order, same values) for the plan's patients, from an index on ``proj_id``;
-- `cohort_frame` + `compute_cohort_table` give exactly what `engine.cohort_stats.compute_cohort`
+- `cohort_frame` + `compute_cohort_table` give exactly what `engine.clinical.cohort.compute_cohort`
   gives from Fact objects (the tests compare both on the 44-patient and the MA-RAG KB, and every
   statistic with pandas on the source CSV at 2,000 patients), with numpy over one long frame:
   sums are taken in the same left-to-right order as the Python loops, so rounded values agree;
@@ -30,7 +30,7 @@ from kb_store.fact_table import FactTable
 from kb_store.profiles import DOMAINS, TOTAL, UPDRS_DOMAINS, load_profile
 
 #: patients of the ranking a cohort answer can name: the cohort prompt shows the top 10, the
-#: final text the top 5, the PDQ-8 ranking its top 5 (engine.cohort_stats.render_cohort_facts)
+#: final text the top 5, the PDQ-8 ranking its top 5 (engine.clinical.cohort.render_cohort_facts)
 SCOPE_RANKING = 10
 SCOPE_PDQ8 = 5
 #: patients holding each domain's cohort maximum / minimum (the statistics line states both)
@@ -263,7 +263,7 @@ def compute_cohort_table(
     long: pd.DataFrame, query: str, instruments: Sequence[str], statistic: str = ""
 ) -> dict[str, Any]:
     """`compute_cohort` over the long frame of `cohort_frame`: same keys, same values."""
-    from engine.cohort_stats import rank_cohort
+    from engine.clinical.cohort import rank_cohort
 
     pat_all = long["patient"].to_numpy()
     patients = np.unique(pat_all).tolist()

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.course import Point, fmt, fmt2, fmt_signed, slope_of
+from engine.clinical.series import Point, fmt, fmt2, fmt_signed, slope_of
 from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
@@ -273,7 +273,7 @@ def rank_cohort(
     has_qol: bool,
 ) -> CohortAnswer:
     """The statistic the query (or `flag`) asks for, its ranking and the answer record: one rule
-    set for the per-fact path (compute_cohort) and the session table (engine.fact_query)."""
+    set for the per-fact path (compute_cohort) and the session table (engine.clinical.cohort_table)."""
     statistic, domain = choose_statistic(query, instruments, flag)
     if domain not in domain_stats:
         fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)

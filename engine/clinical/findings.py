@@ -10,7 +10,7 @@ Owns (issue 11 points 3-5), computed in code from the fact table F and the red-f
   data), unconfirmed (every later assessment possibly missing data: "last seen at visit N") or
   unscored (the item not scored at any later assessment);
 - pertinent negatives: the safety items (`findings.pertinent_negatives`) scored 0 at the latest
-  assessment that is not possibly missing data (engine.clinical_course zeros), naming the
+  assessment that is not possibly missing data (engine.clinical.course zeros), naming the
   suspect assessments skipped.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.clinical_course import InstrumentCourse, course_rules
+from engine.clinical.course import InstrumentCourse, compute_courses, course_rules
 from engine.contexts import Contexts
 from engine.types import Fact
 from kb_store.profiles import load_profile
@@ -308,3 +308,89 @@ def findings_values(all_findings: Mapping[int, Findings]) -> list:
                     )
                 )
     return out
+
+
+def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
+    out = []
+    for f in facts:
+        prof = load_profile(f.profile)
+        for rule in ctx.red_flags:
+            codes = rule.items.get(f.profile, ())
+            for code in tuple(f.items) if codes == ("*",) else codes:  # "*": every item
+                val = f.items.get(code)
+                if code not in f.items or val is None or val < rule.min:
+                    continue
+                out.append(
+                    {
+                        "patient": f.patient,
+                        "visit": f.visit,
+                        "date": f.date,
+                        "domain": f.domain,
+                        "item": code,
+                        "item_label": prof.item(code).label,
+                        "value": val,
+                        "threshold": rule.min,
+                        "rule": rule.id,
+                        "label": rule.label,
+                        "why": rule.why,
+                        "source": rule.source,
+                    }
+                )
+    return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
+
+
+def incongruence_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
+    by_visit: dict[tuple[int, int], list[Fact]] = defaultdict(list)
+    for f in facts:
+        if f.score is not None:
+            by_visit[(f.patient, f.visit)].append(f)
+    out = []
+    for (p, v), fs in sorted(by_visit.items()):
+        for z in fs:
+            if z.score != 0:
+                continue
+            for e in fs:
+                cut = ctx.moderate_cutoff(e.profile, e.domain)
+                if e is z or cut is None or e.score is None or e.score < cut:
+                    continue
+                out.append(
+                    {
+                        "patient": p,
+                        "visit": v,
+                        "date": z.date,
+                        "domain": z.domain,
+                        "elevated_domain": e.domain,
+                        "values": {z.domain: z.score, e.domain: e.score},
+                        "cutoff": cut,
+                        "rule": ctx.incongruence_rule,
+                        "source": "contexts/thresholds.json incongruence.moderate_cutoff."
+                        f"{e.profile}: {ctx.moderate_source.get(e.profile, '')}",
+                    }
+                )
+    return out
+
+
+def course_and_findings(
+    facts: Sequence[Fact], ctx: Contexts, patients: Sequence[int]
+) -> dict[str, Any]:
+    """State fields `courses` and `findings` (findings before red-flag rows: rises, negatives)."""
+    courses = compute_courses(facts, ctx)
+    rows = red_flags(facts, ctx)
+    present = {f.patient for f in facts}
+    findings = {p: patient_findings(p, facts, rows, ctx, courses) for p in patients if p in present}
+    return {"courses": courses, "findings": findings}
+
+
+def all_red_flags(rows: list[dict], findings: Mapping[int, Findings]) -> list[dict]:
+    """Threshold red flags plus new-onset rows, in patient, visit, item order. Each row says
+    whether it is `current`: the row of a current flag group at that group's latest assessment
+    (what the summary lists as a current red flag; computed here once, read by the checks)."""
+    extra = [r for fd in findings.values() for r in fd.new_onset]
+    current = {
+        (p, g.item, g.visits[-1])
+        for p, fd in findings.items()
+        for g in fd.flags
+        if g.current and g.visits
+    }
+    out = sorted([*rows, *extra], key=lambda r: (r["patient"], r["visit"], r["item"]))
+    return [{**r, "current": (r["patient"], r["item"], r["visit"]) in current} for r in out]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.cohort_stats import render_cohort_facts, value_text
+from engine.clinical.cohort import render_cohort_facts, value_text
+from engine.clinical.series import change_phrase, fmt, score_phrase
 from engine.contexts import Contexts
-from engine.course import change_phrase, fmt, score_phrase
 from engine.types import Fact, SeriesRow
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 

@@ -1,11 +1,11 @@
 """The readable trajectory summary (issue 11 point 11): what a movement-disorder clinician signs.
 
-Deterministic prose over engine.clinical_course (framing, whole course per domain, implausible zeros) and
-engine.findings (item findings, red flags, pertinent negatives). Style: short sentences, one
+Deterministic prose over engine.clinical.course (framing, whole course per domain, implausible zeros) and
+engine.clinical.findings (item findings, red flags, pertinent negatives). Style: short sentences, one
 paragraph per domain, the patient named once, clinical words first and numbers in parentheses.
 Every number is a ledger value written so the claim checker reads its context: a domain word in
 every sentence with a number, a visit written after each value, red flags one per paragraph (the
-checker orders visits per paragraph). The dense form (engine.facts_text.trajectory_text) stays
+checker orders visits per paragraph). The dense form (engine.writing.dense.trajectory_text) stays
 available for the Provenance page.
 """
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.clinical_course import DomainCourse, InstrumentCourse, iter_courses
+from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
+from engine.clinical.findings import Findings
+from engine.clinical.series import fmt, fmt2, fmt_signed
 from engine.contexts import Contexts
-from engine.course import fmt, fmt2, fmt_signed
-from engine.findings import Findings
+from engine.writing import dense
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 INSTRUMENT_WORDS = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
@@ -49,7 +50,7 @@ def _direction(dc: DomainCourse) -> str:
     if dc.domain == "total" and dc.latest_suspect:
         return "parts scored zero at the latest assessment, so this change may reflect missing data rather than a real change"
     if dc.latest_suspect:
-        # the caveat replaces the band word (engine.clinical_course._mark_zeros drops the band)
+        # the caveat replaces the band word (engine.clinical.course._mark_zeros drops the band)
         return (
             "zero at the latest assessment after non-zero scores: possibly missing data, not "
             "improvement, so no severity band is given"
@@ -423,3 +424,62 @@ def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
         date = str(r.get("date", "")).split(" ")[0]
         parts.append(f"a {inst} session dated {date} in {r.get('file')} ({rule})")
     return "Left out at data import, see the Data report: " + "; ".join(parts) + "."
+
+
+def readable_trajectory(st: Any, ctx: Contexts) -> str:
+    paras = [
+        patient_summary(p, st.courses, st.findings[p], ctx, st.excluded)
+        for p in st.plan.patients
+        if p in st.findings
+    ]
+    missing = [p for p in st.plan.patients if p not in st.findings]
+    ex = [e for e in st.excluded if e.get("patient") in missing]
+    if ex:
+        paras.append(excluded_text(ex))
+    return "\n\n".join(paras)
+
+
+def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
+    """The comparison summary: one paragraph per domain contrasting the patients, discordance,
+    incongruence, then each patient's red flags written as the trajectory text writes them (per
+    item, visits collapsed, current or resolved) instead of one row per visit."""
+    paras = [
+        dense.comparison_text(st.series, st.plan.patients),
+        dense.flags_text(flags, red_flags=False),
+        *red_flag_paragraphs(st.findings, st.plan.patients),
+    ]
+    if not flags.get("incongruence") and not flags.get("red_flags"):
+        paras.append(dense.NO_FLAGS)
+    return "\n\n".join(x for x in paras if x)
+
+
+def excluded_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    return excluded_sentence(rows)
+
+
+def baseline_note(state: Any) -> str:
+    """For baseline plans: which visit is each instrument's first assessment (issue 11 point 6:
+    visit numbers are shared across instruments, baseline is per instrument)."""
+    if state.plan.visit_filter not in ("baseline", "baseline_vs_latest"):
+        return ""
+    words = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
+    out = []
+    for (p, inst), ic in sorted(state.courses.items()):
+        if ic.visits and ic.visits[0] != 1:
+            out.append(
+                f"For patient {p}, the {words.get(inst, inst)} baseline is visit {ic.visits[0]}, "
+                f"the first {words.get(inst, inst)} assessment (visits are numbered across "
+                "instruments)."
+            )
+    return " ".join(out)
+
+
+def final_given_facts(state: Any) -> str:
+    """The given facts of the final agent's prompt, one line each (engine.writing.readable.given_facts
+    per planned patient); "none" when no patient has a course (e.g. cohort mode is not given them)."""
+    out = [
+        given_facts(p, state.courses, state.findings[p])
+        for p in state.plan.patients
+        if p in state.findings
+    ]
+    return "\n\n".join(x for x in out if x) or "none"

@@ -1,7 +1,7 @@
 """Severity bands of a domain score, in one place (each fact computed once): the published
 cut-offs of the contexts, else the profile's reference bands, and the zero level (a score of 0 on
-a banded scale is "normal", every item at its normal anchor). The per-visit rows (engine.course)
-and the whole-course summary (engine.clinical_course) both take their band word from here, so the
+a banded scale is "normal", every item at its normal anchor). The per-visit rows (engine.clinical.series)
+and the whole-course summary (engine.clinical.course) both take their band word from here, so the
 summary never calls the same score "mild" in one sentence and "normal" in another."""
 
 from __future__ import annotations

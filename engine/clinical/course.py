@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.bands import band_of, course_rules
+from engine.clinical.bands import band_of, course_rules
+from engine.clinical.series import classify, slope_of
 from engine.contexts import Contexts
-from engine.course import classify, slope_of
 from engine.types import Change, Fact, FactValue
 from kb_store.profiles import DOMAINS, UPDRS_DOMAINS
 
@@ -114,7 +114,7 @@ def _domain_course(
         big_up = any(x[2] >= max(up, swing_min) for x in deltas)
         big_down = any(x[2] <= min(down, -swing_min) for x in deltas)
         dc.fluctuating = big_up and big_down
-        # the one slope computation of the engine (engine.course.slope_of), 2 decimals
+        # the one slope computation of the engine (engine.clinical.series.slope_of), 2 decimals
         sl = slope_of(patient, domain, [(p.visit, p.date, p.score) for p in pts])
         dc.slope_visit, dc.slope_year = sl.slope, sl.slope_year
     if domain != "total":
