@@ -9,14 +9,13 @@ PPMI ON-exam documents (condition "ON") are kept apart from the domain path and 
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
-from collections.abc import Sequence
 
 from engine.clinical import cohort_table
 from engine.clinical.findings import course_and_findings
 from engine.clinical.ledger import build_ledger, ledger_values
 from engine.clinical.series import series
+from engine.clinical.visit_filter import select_per_instrument
 from engine.state import NodeContext, State
 from engine.types import Fact, Plan
 from kb_store.documents import KBDoc
@@ -66,68 +65,6 @@ def facts_from_doc(doc: KBDoc) -> list[Fact]:
     return out
 
 
-def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], str | None]:
-    """Visits kept by the filter, and a note when the patient lacks what was asked."""
-    vs = sorted(set(visits))
-    if not vs:
-        return [], "no visits"
-    if visit_filter == "none":
-        return vs, None
-    if visit_filter == "baseline":
-        return ([1], None) if 1 in vs else ([], "no baseline (visit 1) record")
-    if visit_filter == "latest_visit":
-        return [vs[-1]], None
-    if visit_filter == "baseline_vs_latest":
-        if 1 not in vs:
-            return [vs[-1]], "no baseline (visit 1) record; latest visit only"
-        if len(vs) == 1:
-            return [1], "only one visit, so baseline and latest are the same visit"
-        return [1, vs[-1]], None
-    m = re.fullmatch(r"visit_(\d+)", visit_filter)
-    if m:
-        n = int(m.group(1))
-        return (
-            ([n], None)
-            if n in vs
-            else ([], f"no visit {n} (visits on record: {', '.join(map(str, vs))})")
-        )
-    m = re.fullmatch(r"(first|last)_(\d+)_visits", visit_filter)
-    if m:
-        n = int(m.group(2))
-        kept = vs[:n] if m.group(1) == "first" else vs[-n:]
-        note = (
-            None if len(vs) >= n else f"only {len(vs)} visit(s) on record, fewer than the {n} asked"
-        )
-        return kept, note
-    raise ValueError(f"unknown visit filter {visit_filter!r}")
-
-
-def _select_per_instrument(
-    rows: Sequence[Fact], visit_filter: str
-) -> tuple[set[tuple[str, int]], list[str]]:
-    """(instrument, visit) pairs kept, and notes. Issue 11: "baseline", "latest" and first/last N
-    count each instrument's own assessments (baseline = the patient's first session of that
-    instrument, whatever its shared visit number); visit_N keeps the shared visit index."""
-    kept_all: set[tuple[str, int]] = set()
-    notes: list[str] = []
-    insts = sorted({f.instrument for f in rows})
-    for inst in insts:
-        own = sorted({f.visit for f in rows if f.instrument == inst})
-        if visit_filter.startswith("visit_"):
-            kept, _ = select_visits(own, visit_filter)
-        else:
-            idx, note = select_visits(list(range(1, len(own) + 1)), visit_filter)
-            kept = [own[k - 1] for k in idx]
-            if note:
-                notes.append(f"{inst}: {note}")
-        kept_all |= {(inst, v) for v in kept}
-    if visit_filter.startswith("visit_") and not kept_all:
-        _, note = select_visits(sorted({f.visit for f in rows}), visit_filter)
-        if note:
-            notes.append(note)
-    return kept_all, notes
-
-
 def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[Fact]]:
     """(OFF/untreated facts, ON-exam facts) of one patient: from the KB's session table when it
     has one (issue 16; same rows, same order), else from the session documents' metadata."""
@@ -162,7 +99,7 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
                 f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base."
             )
             continue
-        kept_all, inst_notes = _select_per_instrument(rows, plan.visit_filter)
+        kept_all, inst_notes = select_per_instrument(rows, plan.visit_filter)
         notes += [f"Patient {p}: {n}." for n in inst_notes]
         facts.extend(f for f in rows if (f.instrument, f.visit) in kept_all)
     if on_facts:
@@ -191,13 +128,11 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
 def retrieve_node(state: State, ctx: NodeContext) -> dict:
     """F and its subsets, the course of each domain (engine.clinical.series.series) and the ledger.
 
-    A cohort plan over every visit and a KB with a session table retrieves one long frame
-    instead (issue 16: no per-fact objects for 10,000 patients); the cohort node computes the
-    statistics from it and then the facts, series and ledger of the patients its answer names.
-    Visit-filtered cohorts take the per-patient path (facts still read from the table)."""
+    A cohort plan (any visit filter) over a KB with a session table retrieves one long frame
+    instead (no per-fact objects for 10,000 patients); the cohort node computes the statistics
+    from it and then the facts, series and ledger of the patients its answer names."""
     plan = state.plan
-    whole = plan.analysis == "cohort" and plan.visit_filter == "none"
-    table = cohort_table.table_of(ctx.kb) if whole else None
+    table = cohort_table.table_of(ctx.kb) if plan.analysis == "cohort" else None
     if table is not None:
         known = ctx.kb.patient_ids()
         long, notes = cohort_table.cohort_frame(

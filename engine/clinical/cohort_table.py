@@ -19,12 +19,14 @@ session table holds the same metadata (same build, same generation, checked stam
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from engine.clinical.visit_filter import select_visits
 from engine.types import Fact
 from kb_store.fact_table import FactTable
 from kb_store.profiles import DOMAINS, TOTAL, UPDRS_DOMAINS, load_profile
@@ -152,6 +154,70 @@ def _arrays(table: FactTable) -> dict[str, np.ndarray]:
 LONG_COLUMNS = ("patient", "visit", "date", "day", "dom_i", "score")
 
 
+def _ranks(proj: np.ndarray, visit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row order by patient and visit, 1-based rank of each ordered row within its patient,
+    the patient's number of rows) for one instrument's sessions."""
+    order = np.lexsort((visit, proj))
+    p = proj[order]
+    starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+    sizes = np.diff(np.r_[starts, len(p)])
+    first = np.repeat(starts, sizes)
+    return order, np.arange(len(p)) - first + 1, np.repeat(sizes, sizes)
+
+
+def _kept_by_rank(rank: np.ndarray, count: np.ndarray, visit_filter: str) -> np.ndarray:
+    """Rows kept by a filter that counts the instrument's own assessments (engine.retrieve:
+    baseline = the first session of that instrument, whatever its shared visit number)."""
+    if visit_filter == "baseline":
+        return rank == 1
+    if visit_filter == "latest_visit":
+        return rank == count
+    if visit_filter == "baseline_vs_latest":
+        return (rank == 1) | (rank == count)
+    m = re.fullmatch(r"(first|last)_(\d+)_visits", visit_filter)
+    if m is None:
+        raise ValueError(f"unknown visit filter {visit_filter!r}")
+    n = int(m.group(2))
+    return rank <= n if m.group(1) == "first" else rank > count - n
+
+
+def _rank_note(count: int, visit_filter: str) -> str | None:
+    """The per-instrument note engine.clinical.visit_filter.select_visits writes for a patient with `count`
+    assessments of that instrument."""
+    return select_visits(list(range(1, count + 1)), visit_filter)[1]
+
+
+def _visit_selection(
+    a: dict[str, np.ndarray], base: np.ndarray, instruments: Sequence[str], visit_filter: str
+) -> tuple[np.ndarray, dict[int, list[str]]]:
+    """(mask of the session rows a visit filter keeps, per-patient notes in the retrieve node's
+    order and words) over the OFF sessions in `base` that score at least one domain."""
+    keep = np.zeros(len(base), dtype=bool)
+    notes: dict[int, list[str]] = {}
+    m = re.fullmatch(r"visit_(\d+)", visit_filter)
+    if m:  # the shared visit index: the retrieve node keeps visit N of every instrument
+        n = int(m.group(1))
+        keep = base & (a["visit"] == n)
+        idx = np.flatnonzero(base)
+        missing = set(a["proj_id"][idx].tolist()) - set(a["proj_id"][keep].tolist())
+        for p in sorted(missing):
+            visits = sorted(set(a["visit"][idx[a["proj_id"][idx] == p]].tolist()))
+            notes[p] = [f"no visit {n} (visits on record: {', '.join(map(str, visits))})"]
+        return keep, notes
+    for inst in sorted(instruments):
+        idx = np.flatnonzero(base & (a["instrument"] == inst))
+        if not len(idx):
+            continue
+        order, rank, count = _ranks(a["proj_id"][idx], a["visit"][idx])
+        keep[idx[order[_kept_by_rank(rank, count, visit_filter)]]] = True
+        last = rank == count
+        for p, c in zip(a["proj_id"][idx][order][last].tolist(), count[last].tolist(), strict=True):
+            note = _rank_note(c, visit_filter)
+            if note:
+                notes.setdefault(p, []).append(f"{inst}: {note}")
+    return keep, notes
+
+
 def cohort_frame(
     table: FactTable,
     patients: Sequence[int],
@@ -160,13 +226,10 @@ def cohort_frame(
     all_patients: bool = False,
 ) -> tuple[pd.DataFrame, list[str]]:
     """(long frame of the facts the retrieve node would keep, its notes): OFF/untreated sessions
-    of `patients` and `instruments`, every visit (visit_filter "none"). Columns: patient,
-    visit, date, day (days since 1970), domain, dom_i, score (NaN = not scored), sorted by
-    patient, visit and domain. Notes are the retrieve node's, in the same order."""
-    if visit_filter != "none":
-        # visit filters count each instrument's own assessments (engine.retrieve): filtered
-        # cohorts take the per-patient path (still from the table), not this frame
-        raise ValueError("cohort_frame covers visit_filter 'none' only")
+    of `patients` and `instruments` that the visit filter keeps (engine.retrieve: baseline, latest
+    and first/last N count each instrument's own assessments; visit_N is the shared index).
+    Columns: patient, visit, date, day (days since 1970), domain, dom_i, score (NaN = not
+    scored), sorted by patient, visit and domain. Notes are the retrieve node's, in its order."""
     a = _arrays(table)
     mask = np.zeros(len(a["proj_id"]), dtype=bool)
     for inst in instruments:
@@ -177,6 +240,15 @@ def cohort_frame(
     if not all_patients:
         mask &= np.isin(a["proj_id"], np.asarray(list(patients), dtype=np.int64))
     on_mask, off_mask = mask & a["on"], mask & ~a["on"]
+    scored = np.zeros(len(off_mask), dtype=bool)
+    for dom in DOMAINS:
+        if f"has_{dom}" in a:
+            scored |= a[f"has_{dom}"]
+    present = set(np.unique(a["proj_id"][off_mask & scored]).tolist())
+    per_patient: dict[int, list[str]] = {}
+    if visit_filter != "none":
+        selected, per_patient = _visit_selection(a, off_mask & scored, instruments, visit_filter)
+        off_mask = off_mask & selected
     parts: dict[str, list[np.ndarray]] = {c: [] for c in LONG_COLUMNS}
     for i, dom in enumerate(DOMAINS):
         if f"has_{dom}" not in a:
@@ -204,12 +276,13 @@ def cohort_frame(
         columns=list(LONG_COLUMNS),
     )
     notes: list[str] = []
-    present = set(np.unique(a["proj_id"][off_mask]).tolist())
     for p in patients:
         if p not in present:
             notes.append(
                 f"Patient {p}: no {' or '.join(instruments)} sessions in the knowledge base."
             )
+        else:
+            notes += [f"Patient {p}: {n}." for n in per_patient.get(p, ())]
     if on_mask.any():
         keys = np.unique(a["proj_id"][on_mask] * 1_000_000 + a["visit"][on_mask])
         notes.append(

@@ -5,6 +5,7 @@ study files. A cohort answer's facts and ledger cover the patients it names, not
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from engine.clinical.cohort import STATISTIC_FLAGS, compute_cohort
 from engine.config import Config
 from engine.grounding.guard import check_numbers
 from engine.pipeline import Engine
-from engine.retrieve import NoFactsError, fetch_facts
+from engine.retrieve import NoFactsError, fetch_facts, retrieve_node
+from engine.state import State
 from engine.types import Plan
 from kb_store import synth
 from kb_store.documents import build_documents
@@ -97,11 +99,15 @@ def test_every_cohort_statistic_equals_the_per_fact_computation(kb):
     table = kb.fact_table()
     pats = tuple(kb.patient_ids())
     compared = 0
-    for inst, flag in itertools.product(INSTRUMENTS, ("", *STATISTIC_FLAGS)):
-        plan = Plan(pats, "cohort", inst, "none")
-        long, notes = cohort_table.cohort_frame(table, pats, inst, "none")
-        ref = fetch_facts(plan, DocsOnlyKB(kb))
-        assert notes == ref["notes"], inst
+    for vf, inst, flag in itertools.product(FILTERS, INSTRUMENTS, ("", *STATISTIC_FLAGS)):
+        plan = Plan(pats, "cohort", inst, vf)
+        long, notes = cohort_table.cohort_frame(table, pats, inst, vf)
+        try:
+            ref = fetch_facts(plan, DocsOnlyKB(kb))
+        except NoFactsError:
+            assert long.empty, (vf, inst)
+            continue
+        assert notes == ref["notes"], (vf, inst)
         for q in QUERIES:
             try:
                 want = compute_cohort(ref["facts"], q, inst, statistic=flag)
@@ -109,17 +115,26 @@ def test_every_cohort_statistic_equals_the_per_fact_computation(kb):
                 with pytest.raises(ValueError, match=str(e)[:30]):
                     cohort_table.compute_cohort_table(long, q, inst, flag)
                 continue
-            assert cohort_table.compute_cohort_table(long, q, inst, flag) == want, (inst, flag, q)
+            got = cohort_table.compute_cohort_table(long, q, inst, flag)
+            assert got == want, (vf, inst, flag, q)
             compared += 1
-    assert compared > 150
-    with pytest.raises(ValueError, match="visit_filter 'none' only"):
-        cohort_table.cohort_frame(table, pats, INSTRUMENTS[0], "baseline")
+    assert compared > 1000
+    with pytest.raises(ValueError, match="unknown visit filter"):
+        cohort_table.cohort_frame(table, pats, INSTRUMENTS[0], "latest_2")
 
 
-def test_visit_filtered_cohorts_take_the_per_patient_path(kb):
+def test_visit_filtered_cohorts_read_the_session_table_with_the_same_answer(kb):
+    """Every cohort plan reads the session table (one long frame), visit-filtered ones included,
+    and releases what the per-patient document path releases."""
     cfg = Config.load(env={})
     for vf in FILTERS[1:]:
         plan = Plan((), "cohort", visit_filter=vf, query=QUERIES[0])
+        eng = Engine(cfg, kb, None)
+        state = State(
+            query=plan.query, plan=Plan(tuple(kb.patient_ids()), "cohort", visit_filter=vf)
+        )
+        with contextlib.suppress(NoFactsError):
+            assert "cohort_frame" in retrieve_node(state, eng.context), vf
         try:
             old = Engine(cfg, DocsOnlyKB(kb), None).run(plan)
         except (NoFactsError, ValueError) as e:

@@ -7,7 +7,8 @@ import json
 import marag_engine_fixtures as fx
 import pytest
 
-from engine.retrieve import INTENT_MAP, NoFactsError, facts_from_doc, fetch_facts, select_visits
+from engine.clinical.visit_filter import select_visits
+from engine.retrieve import INTENT_MAP, NoFactsError, facts_from_doc, fetch_facts
 from engine.types import Plan
 from kb_store.documents import session_document
 
