@@ -144,6 +144,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         patients=state.plan.patients,
         flags=flags,
         cohort=state.cohort,
+        monitor=readable.patients_to_monitor(state),
     )
     dense_text = fallback
     if mode == "trajectory":  # issue 11: the readable text; the dense form stays for QA

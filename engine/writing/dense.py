@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.clinical.cohort import render_cohort_facts, value_text
+from engine.clinical.monitor import MonitorItem
 from engine.clinical.series import change_phrase, fmt, score_phrase
 from engine.contexts import Contexts
 from engine.types import Fact, SeriesRow
@@ -151,7 +152,10 @@ def _progress_line(rs: Sequence[SeriesRow]) -> str:
 
 
 def trajectory_text(
-    series: Series, patients: Sequence[int], flags: Mapping[str, Sequence[dict]]
+    series: Series,
+    patients: Sequence[int],
+    flags: Mapping[str, Sequence[dict]],
+    monitor: Sequence[MonitorItem] = (),
 ) -> str:
     paras = []
     for p in patients:
@@ -181,35 +185,33 @@ def trajectory_text(
                 + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
                 + "."
             )
-    paras.append(_monitor_paragraph(series, patients, flags))
+    paras.append(_monitor_paragraph(monitor, patients, flags))
     return "\n\n".join(paras)
 
 
+def monitor_phrase(item: MonitorItem) -> str:
+    """One to-monitor item (engine.clinical.monitor) in the words both writers use."""
+    if item.kind == "current_flags":
+        return f"current red flags ({', '.join(item.items)})"
+    if item.kind == "open_flags":
+        return f"red flags not confirmed resolved ({', '.join(item.items)})"
+    dom = "UPDRS total" if item.domain == "total" else DOMAIN_WORDS[str(item.domain)]
+    return f"{dom} ({', '.join(item.reasons)})"
+
+
 def _monitor_paragraph(
-    series: Series, patients: Sequence[int], flags: Mapping[str, Sequence[dict]]
+    monitor: Sequence[MonitorItem], patients: Sequence[int], flags: Mapping[str, Sequence[dict]]
 ) -> str:
-    watch = []
-    for p in patients:
-        for d in DOMAINS:
-            scored = [r for r in series.get((p, d), []) if r.score is not None]
-            if not scored:
-                continue
-            last = scored[-1]
-            why = []
-            if (
-                last.cumulative is not None
-                and last.cumulative.label == "worsened"
-                and last.cumulative.mcid is not None
-            ):
-                why.append(f"worsened {last.cumulative.significance} since {last.ref_word}")
-            if last.severity in ("moderate", "severe"):
-                why.append(f"{last.severity} at visit {last.visit}")
-            if why:
-                watch.append(f"patient {p} {DOMAIN_WORDS[d]} ({'; '.join(why)})")
+    watch = [
+        f"patient {m.patient} {monitor_phrase(m)}"
+        for p in patients
+        for m in monitor
+        if m.patient == p
+    ]
     out = "Domains to monitor most closely: " + (
         "; ".join(watch) + "."
         if watch
-        else "none worsened beyond its MCID or reached a moderate level."
+        else "no domain worsened or reached a moderate band, and no red flag is current."
     )
     return out + "\n\n" + flags_text(flags)
 
@@ -302,8 +304,10 @@ def final_text(
     patients: Sequence[int],
     flags: Mapping[str, Sequence[dict]],
     cohort: Mapping[str, Any] | None = None,
+    monitor: Sequence[MonitorItem] = (),
 ) -> str:
-    """The final summary in the structure of the synthesis mode."""
+    """The final summary in the structure of the synthesis mode (`monitor`: the patients'
+    to-monitor items, engine.clinical.monitor, for the trajectory)."""
     if mode == "cohort" and cohort is not None:
         c = cohort
         if c["patient"] is None:
@@ -322,4 +326,4 @@ def final_text(
         return comparison_text(series, patients) + "\n\n" + flags_text(flags)
     if mode == "single_session":
         return single_session_text(series, facts, patients, flags)
-    return trajectory_text(series, patients, flags)
+    return trajectory_text(series, patients, flags, monitor)

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
+from engine.clinical.monitor import MonitorItem, to_monitor
 from engine.clinical.series import fmt, fmt2, fmt_signed
 from engine.contexts import Contexts
 from engine.writing import dense
@@ -344,37 +345,7 @@ def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:
 
 
 def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
-    watch = []
-    for ic in courses:
-        for d, dc in ic.domains.items():
-            why = []
-            if dc.band in ("moderate", "severe"):
-                why.append(f"{dc.band} band")
-            if dc.change is not None and dc.change.value > 0 and not dc.zero_suspect:
-                if dc.change.label == "worsened":
-                    why.append("worsened beyond its MCID" if dc.change.mcid else "rose overall")
-                elif d == "total":
-                    why.append("rose overall")
-            if dc.fluctuating:
-                why.append("fluctuating")
-            if dc.zero_suspect:
-                why.append("possible missing data")
-            if why:
-                watch.append(f"{_dom(d)} ({', '.join(why)})")
-    cur = [g for g in fd.flags if g.current]
-    if cur:
-        watch.append(
-            "current red flags ("
-            + ", ".join(dict.fromkeys(g.item_label.lower() for g in cur))
-            + ")"
-        )
-    open_ = [g for g in fd.flags if g.status in ("unconfirmed", "unscored")]
-    if open_:
-        watch.append(
-            "red flags not confirmed resolved ("
-            + ", ".join(dict.fromkeys(g.item_label.lower() for g in open_))
-            + ")"
-        )
+    watch = [dense.monitor_phrase(m) for m in to_monitor(courses, fd)]
     if not watch:
         return (
             "To monitor: no domain worsened or reached a moderate band, and no red flag is current."
@@ -472,6 +443,15 @@ def baseline_note(state: Any) -> str:
                 "instruments)."
             )
     return " ".join(out)
+
+
+def patients_to_monitor(state: Any) -> list[MonitorItem]:
+    """The to-monitor items of every planned patient with a course (engine.clinical.monitor)."""
+    out: list[MonitorItem] = []
+    for p in state.plan.patients:
+        if p in state.findings:
+            out += to_monitor(list(iter_courses(dict(state.courses), p)), state.findings[p])
+    return out
 
 
 def final_given_facts(state: Any) -> str:

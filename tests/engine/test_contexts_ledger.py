@@ -87,10 +87,11 @@ def test_facts_text_states_numbers_with_context():
         "Red-flag items: patient 1, visit 4: non-motor item Hallucinations and psychosis 2"
         in r.summary_dense
     )
-    assert (
-        "Domains to monitor most closely: patient 1 motor (worsened at or above MCID 4.63"
-        in r.summary_dense
-    )
+    # one to-monitor judgement (engine.clinical.monitor): both texts list the same items
+    dense = next(x for x in r.summary_dense.split("\n\n") if x.startswith("Domains to monitor"))
+    readable = next(x for x in r.summary.split("\n\n") if x.startswith("To monitor: "))
+    assert dense.startswith("Domains to monitor most closely: patient 1 motor (worsened beyond its")
+    assert dense.split(": ", 1)[1].replace("patient 1 ", "") == readable.split(": ", 1)[1]
     assert "Red flag (current): hallucinations and psychosis at or above 2 at visit 4" in r.summary
 
 
@@ -151,3 +152,23 @@ def test_allowed_numbers():
     assert allowed_numbers("motor 26, +4 from visit 2 (MCID 4.63)") == frozenset(
         {"26", "+4", "4", "2", "4.63"}
     )
+
+
+def test_one_to_monitor_list_on_both_pages_for_every_study_trajectory():
+    """The dense text (Provenance page) and the readable summary list the same to-monitor items
+    for every patient of the study data (engine.clinical.monitor is the one judgement)."""
+    from tools.golden_records import STUDY
+
+    if not STUDY.exists():
+        pytest.skip("MA-RAG study data not in ../shared")
+    from kb_store.documents import build_documents
+    from kb_store.ingest import load_sources
+    from kb_store.reader import InMemoryKB
+
+    kb = InMemoryKB(build_documents(load_sources([STUDY]).sessions))
+    eng = fx.Engine(fx.cfg(), kb, None, fx.CONTEXTS)
+    for p in kb.patient_ids():
+        r = eng.run(Plan((p,), "trajectory", ("updrs", "pdq8")))
+        dense = next(x for x in r.summary_dense.split("\n\n") if x.startswith("Domains to monitor"))
+        readable = next(x for x in r.summary.split("\n\n") if x.startswith("To monitor: "))
+        assert dense.split(": ", 1)[1].replace(f"patient {p} ", "") == readable.split(": ", 1)[1]
