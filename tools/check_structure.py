@@ -62,7 +62,9 @@ def _mutated_in_functions(tree: ast.Module, names: dict[str, int]) -> set[str]:
         for node in ast.walk(fn):
             target = None
             if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
-                targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                targets = (
+                    node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                )
                 for t in targets:
                     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                         target = t.value.id
@@ -106,7 +108,9 @@ def check_file(path: Path, rel: str) -> list[str]:
                 continue
             for alias in node.names:
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
-                    out.append(f"{rel}:{node.lineno}: private name {alias.name} imported from {node.module}")
+                    out.append(
+                        f"{rel}:{node.lineno}: private name {alias.name} imported from {node.module}"
+                    )
     mutables = _module_mutables(tree)
     for name in sorted(_mutated_in_functions(tree, mutables)):
         out.append(f"{rel}:{mutables[name]}: module-level {name} is mutated by a function (cache)")

@@ -97,7 +97,10 @@ def _plans(engine: Any, dataset: str) -> list[tuple[str, Any]]:
     for i, p in enumerate(patients):
         plans.append((f"{dataset}/trajectory/{p}", Plan([p], "trajectory", ["updrs", "pdq8"])))
         plans.append(
-            (f"{dataset}/single/{p}", Plan([p], "single_session", ["updrs", "pdq8"], "latest_visit"))
+            (
+                f"{dataset}/single/{p}",
+                Plan([p], "single_session", ["updrs", "pdq8"], "latest_visit"),
+            )
         )
         if i + 1 < len(patients):
             q = patients[i + 1]
@@ -196,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     diffs = differences(load(), data)
     print("\n".join(diffs) if diffs else "identical")
-    print(f"{len(data['runs'])} runs, {len(data['redteam'])} red-team texts, {len(diffs)} differences")
+    print(
+        f"{len(data['runs'])} runs, {len(data['redteam'])} red-team texts, {len(diffs)} differences"
+    )
     return 1 if diffs else 0
 
 

@@ -9,7 +9,9 @@ from tools import golden_records
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not golden_records.STUDY.exists(), reason="MA-RAG study data not in ../shared"),
+    pytest.mark.skipif(
+        not golden_records.STUDY.exists(), reason="MA-RAG study data not in ../shared"
+    ),
 ]
 
 
