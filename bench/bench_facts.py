@@ -1,4 +1,4 @@
-"""Facts-path benchmark (issue 16): the session table at 44 and 10,000 patients.
+"""Facts-path benchmark: the session table at 44 and 10,000 patients.
 
 Two phases, one command:
 

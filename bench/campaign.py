@@ -1,4 +1,4 @@
-"""Bad-input and fault campaign (issue 13), compact and repeatable: counts what the note reports.
+"""Bad-input and fault campaign, compact and repeatable: counts what the note reports.
 
 Bad inputs: ~45 mutated CSV files (stray quotes, date orders, ids, digit scripts, encodings, line
 ends, shapes, values, same-name sources, the real study file with a deleted quote) are ingested

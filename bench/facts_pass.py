@@ -1,4 +1,4 @@
-"""One pass of facts-backend questions over a bench KB, for instruction counts (issue 16).
+"""One pass of facts-backend questions over a bench KB, for instruction counts.
 
 Wall time on the shared 2-core VM moves by up to 1.5x between identical runs; the number of
 instructions a pass executes does not. Run under valgrind with 0 and with 1 extra pass; the

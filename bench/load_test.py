@@ -1,4 +1,4 @@
-"""Load test (issue 13): N concurrent sessions against the running dashboard, then against the CLI.
+"""Load test: N concurrent sessions against the running dashboard, then against the CLI.
 
 Bounded and loopback only: the dashboard is started here on 127.0.0.1 (a free port, facts backend,
 hashing KB of the shipped sample), and the load generator speaks Streamlit's own websocket protocol

@@ -1,7 +1,7 @@
-"""Issue 11 measurement: what the facts-backend summaries say on all MA-RAG study patients.
+"""Readable-summary measurement: what the facts-backend summaries say on all MA-RAG study patients.
 
 Runs the engine (facts backend, zero LLM calls) on every patient of the MA-RAG study files and
-prints the counts issue 11 asks the note to report, each with its denominator:
+prints the counts the note reports on the summaries, each with its denominator:
 
 - trajectories stating the UPDRS total first -> last and the number of assessments;
 - patients with Falling >= 2 at any assessment whose trajectory mentions falls;

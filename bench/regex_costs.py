@@ -1,4 +1,4 @@
-"""Where the grounding check's regex time goes, pattern by pattern (issue 16).
+"""Where the grounding check's regex time goes, pattern by pattern.
 
 Every compiled pattern held by a module of `engine.grounding` (and the `(pattern, label)` tuples
 of its vocabularies) is replaced by a timing proxy for one pass of questions; the script prints

@@ -34,7 +34,7 @@ class FakeLLM:
                 out.append(self.script.pop(0))
             else:
                 out.append(f"[{r.agent or 'llm'} narrative]")
-            if sink is not None:  # stream the scripted text word by word (issue 12)
+            if sink is not None:  # stream the scripted text word by word
                 for word in out[-1].split(" "):
                     if sink.cancelled():
                         raise Cancelled(f"{r.agent}: generation cancelled")

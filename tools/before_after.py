@@ -1,4 +1,4 @@
-"""Before/after pairs of the product's released texts (issue 12): for evaluation queries, what the
+"""Before/after pairs of the product's released texts: for evaluation queries, what the
 model wrote, what the grounding released (as written, repaired, regenerated or replaced by the
 facts text) and every removed sentence with its reason.
 

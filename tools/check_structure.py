@@ -5,7 +5,7 @@ For every module of the product packages (engine, kb_store, dashboard):
 - no private name (a leading underscore) imported from another module;
 - no mutable module-level cache: no `global` rebinding inside a function, and no module-level
   dict / list / set that a function mutates (a per-run memo belongs in a ContextVar or an object);
-- no issue or ticket number in a module's name or its text ("issue 12", "ticket 7");
+- no issue or ticket number in a module's name or its text ("issue" or "ticket" followed by a number);
 - every top-level module and package of engine/ is named in the import-linter layers contract
   `engine-layers` (pyproject.toml), so that no module escapes the layer and cycle checks.
 

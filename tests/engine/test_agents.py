@@ -202,7 +202,7 @@ def test_red_flag_rules_map_both_profiles():
         for prof, codes in r.items.items():
             p = load_profile(prof)
             for code in codes:
-                if code != "*":  # "*": every item of the profile (issue 11: any item at 4)
+                if code != "*":  # "*": every item of the profile (any item at 4)
                     p.item(code)  # raises KeyError if a rule names an item the profile lacks
 
 

@@ -1,5 +1,5 @@
 """Every cohort statistic of a generated 2,000-patient KB against a direct pandas computation on
-the source CSV (issue 16): latest scores, UPDRS totals, slopes per visit and per year of every
+the source CSV: latest scores, UPDRS totals, slopes per visit and per year of every
 patient and domain, cohort max / min / mean, the answer and the ranking of each Cohort-page
 question. The engine reads the KB's session table (ingest -> documents -> table); the reference
 reads only the CSV, with its own date parsing and sums."""

@@ -1,4 +1,4 @@
-"""Issue 13 item 12: every MARAG_* value is validated; an invalid one exits 2 naming the variable."""
+"""Every MARAG_* value is validated; an invalid one exits 2 naming the variable."""
 
 from __future__ import annotations
 

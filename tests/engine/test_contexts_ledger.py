@@ -82,7 +82,7 @@ def test_facts_text_states_numbers_with_context():
         "+6 from baseline (worsened; at or above MCID 4.63)."
     ) in r.narratives["motor"]
     assert "no verified minimal clinically important difference" in r.narratives["qol"].lower()
-    # issue 11: the trajectory summary is the readable text; the dense form is kept for QA
+    # the trajectory summary is the readable text; the dense form is kept for QA
     assert (
         "Red-flag items: patient 1, visit 4: non-motor item Hallucinations and psychosis 2"
         in r.summary_dense

@@ -1,4 +1,4 @@
-"""Per-device generation defaults in the one config object (issue 12, point 9)."""
+"""Per-device generation defaults in the one config object."""
 
 from __future__ import annotations
 

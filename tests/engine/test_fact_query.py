@@ -1,4 +1,4 @@
-"""Facts from the session table (issue 16) equal the facts built from documents, and the cohort
+"""Facts from the session table equal the facts built from documents, and the cohort
 statistics computed over one long frame equal `compute_cohort` over Fact objects: every
 statistic, domain, instrument subset and visit filter on the 44-patient sample and the MA-RAG
 study files. A cohort answer's facts and ledger cover the patients it names, not the cohort."""

@@ -64,6 +64,6 @@ def test_marag_profile_handling(engine):
         f"PDQ8_{i}" for i in range(1, 9)
     }
     assert rows and {x["item"] for x in rows} <= marag_codes
-    # issue 11: any item at 4 is a red flag; every other row meets its rule's threshold
+    # any item at 4 is a red flag; every other row meets its rule's threshold
     assert all(x["value"] >= x["threshold"] for x in rows)
     assert {"falls", "severe_item", "hallucinations_new_onset"} <= {x["rule"] for x in rows}

@@ -76,7 +76,7 @@ def test_trajectory(engine, sessions):
     cum = last - first
     sign = "+" if cum > 0 else ""
     assert f"visit {visits[-1]}" in r.summary and f"{sign}{cum:g} from baseline" in r.summary_dense
-    # issue 11: the readable summary states the motor course first -> latest with the change
+    # the readable summary states the motor course first -> latest with the change
     assert f"{last:g} at visit {visits[-1]} (change {sign}{cum:g}" in r.summary
     deltas = [v for v in r.ledger if v.kind == "delta" and v.domain == "motor"]
     assert [d.value for d in deltas] == [

@@ -169,7 +169,7 @@ def test_guard_accepts_a_corrected_regeneration():
 
     def script(req):
         if req.agent == "motor":
-            # the corrected answer restates the motor facts (issue 12: it must state its key facts)
+            # the corrected answer restates the motor facts (it must state its key facts)
             return next(answers) or fx.echo_facts(req)
         return fx.echo_facts(req)
 
@@ -266,7 +266,7 @@ def test_screening_flags_treatment_advice_in_final_text():
     assert r.summary.startswith("Patient 1 should start levodopa.")
     assert r.screening and r.screening[0]["rule"] == "prescriptive_treatment"
     assert "Decision support only" in r.summary
-    # guarded, the statement check never releases it (issue 12): the facts text replaces it
+    # guarded, the statement check never releases it: the facts text replaces it
     g = fx.engine(FakeLLM(script)).run(TRAJ)
     assert "levodopa" not in g.summary and g.verification["released"]["final"] == "replaced"
     rej = g.verification["per_agent"]["final"]["rejected"]["unsupported_sentences"][0]

@@ -1,4 +1,4 @@
-"""Issue 13 item 8: the rules planner parses in linear time. 1 MB of adversarial text (long runs of
+"""The rules planner parses in linear time. 1 MB of adversarial text (long runs of
 spaces after "patient", repeated keywords, long id chains, long digit runs) parses in under a
 second. The bound is generous and scaled by the machine's speed at that moment (one pass of a
 keyword pattern over the same text; the parser makes about 15), so a loaded CI machine does not

@@ -1,4 +1,4 @@
-"""Issue 13 item 13: malformed patient lists and queries give a plain one-line error (exit 2) and
+"""Malformed patient lists and queries give a plain one-line error (exit 2) and
 never widen a plan to every patient."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """engine_factory.settle_heap: the long-lived process's startup objects leave the collector's
-generations (issue 16: full collections walked them on every pass)."""
+generations (full collections would walk them on every pass)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`marag check` (issue 12, point 6): exit 0 when a text passes, 1 when it does not, 2 on a user
+"""`marag check`: exit 0 when a text passes, 1 when it does not, 2 on a user
 error; the JSON contract {passed, coverage, sentences: [{text, span, status, reasons, facts}]}."""
 
 from __future__ import annotations

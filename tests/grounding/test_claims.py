@@ -1,4 +1,4 @@
-"""Claim-level grounding (issue 6): a number is correct only for the context the text gives it."""
+"""Claim-level grounding: a number is correct only for the context the text gives it."""
 
 from __future__ import annotations
 

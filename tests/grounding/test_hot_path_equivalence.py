@@ -1,4 +1,4 @@
-"""Issue 16 hot paths: the per-run memo and the literal pre-tests change no result.
+"""Grounding hot paths: the per-run memo and the literal pre-tests change no result.
 
 The pre-tests skip a regex only when it cannot match (a literal word it needs is absent from an
 ASCII text); these tests compare against the full scans on texts that contain lexicon and item

@@ -1,4 +1,4 @@
-"""Issue 16: two look-ups of the verdict made cheaper change no verdict, on the real study data and
+"""Two look-ups of the verdict made cheaper change no verdict, on the real study data and
 the shipped synthetic sample (every patient's trajectory ledger and facts text).
 
 - `LedgerIndex.find(..., items=...)` takes its pool from the per-item positions instead of every
@@ -82,7 +82,7 @@ def test_item_look_ups_equal_the_filter_over_the_whole_pool(dataset):
 
 
 def _old_judge_visit_list(cl: Claim, idx: LedgerIndex) -> None:
-    """The per-visit values before issue 16's change (dataclasses.replace, every value per
+    """The per-visit values before the cheaper look-up (dataclasses.replace, every value per
     visit), settled as the verdict settles them."""
     per_visit = {
         v: verdict._good(dataclasses.replace(cl, visit=v, visit_list=[]), idx)

@@ -1,4 +1,4 @@
-"""Metrics on hand-computed examples (paper definitions; claim accuracy of issue 6)."""
+"""Metrics on hand-computed examples (paper definitions; claim accuracy)."""
 
 from __future__ import annotations
 

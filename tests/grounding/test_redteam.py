@@ -1,4 +1,4 @@
-"""The red-team set (issue 12, point 8) on the real MA-RAG study facts: every true paraphrase
+"""The red-team set on the real MA-RAG study facts: every true paraphrase
 passes, every planted error fails on its planted sentence and only there."""
 
 from __future__ import annotations

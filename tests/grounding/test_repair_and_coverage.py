@@ -1,4 +1,4 @@
-"""Repair before fallback and key-fact coverage (issue 12, points 4 and 5), on the hand-written
+"""Repair before fallback and key-fact coverage, on the hand-written
 ledger of conftest.py."""
 
 from __future__ import annotations

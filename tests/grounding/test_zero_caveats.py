@@ -1,4 +1,4 @@
-"""The facts text's zero caveats (issue 11) are assertions the statement checker verifies against
+"""The facts text's zero caveats are assertions the statement checker verifies against
 the ledger, not safe forms: "zero on every item at every assessment while other parts were not"
 (every score of the part is 0 and another MDS-UPDRS part is not) and "zero at the latest
 assessment" (the latest score is 0)."""

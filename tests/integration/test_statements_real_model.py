@@ -1,6 +1,6 @@
-"""Issue 12 with the real bundled SmolLM2-135M (slow): whatever the model writes, the released
-texts contain no unsupported sentence and state their key facts, on the MA-RAG study patients the
-issue quotes (single session of patient 3, trajectory of patient 1)."""
+"""Statement-level grounding with the real bundled SmolLM2-135M (slow): whatever the model
+writes, the released texts contain no unsupported sentence and state their key facts, on two
+MA-RAG study patients (single session of patient 3, trajectory of patient 1)."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ def test_outlier_needs_two_other_sessions(write_generic, h):
 
 
 def test_duplicate_session_keeps_first(write_generic, h):
-    """Issue 11: only identical same-day rows are duplicates; differing ones are kept, warned."""
+    """Only identical same-day rows are duplicates; differing ones are kept, warned."""
     rows = [h.generic_row(1, "2021-03-15"), h.generic_row(1, "2021/03/15", updrs=2, pdq=1)]
     r = load([write_generic(rows)])
     (dup,) = rules(r, "duplicate_session")  # pdq8 identical

@@ -1,4 +1,4 @@
-"""Issue 13, rows lost or changed in silence (items 1-5): stray quotes, day/month order per column,
+"""No row lost or changed in silence: stray quotes, day/month order per column,
 exact patient ids, sources with the same base name, digits of other scripts."""
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def test_real_counts(real, h):
     assert len(up) + u["rows_rejected"] == 171 and len(pq) + p["rows_rejected"] == 151
     rejected = {(i.file, i.row): i.rule for i in r.issues if i.severity == "error"}
     assert len(rejected) == u["rows_rejected"] + p["rows_rejected"]
-    assert len(up) == 168 and len(pq) == 150  # same-day sessions that differ are kept (issue 11)
+    assert len(up) == 168 and len(pq) == 150  # same-day sessions that differ are kept
     assert len({s.proj_id for s in up}) == 46 and len({s.proj_id for s in pq}) == 43
     assert h.unaccounted(r, [shared / n for n in REAL]) == []
     assert all(s.profile == "marag-updrs44" for s in up)

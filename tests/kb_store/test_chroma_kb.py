@@ -249,7 +249,7 @@ def test_server_mode_staging_swap(chroma_server, tmp_path, base_sessions):
     )
     assert st.added == st.total
     assert kb_exists(tmp_path, collection="srv_test", chroma_url=url)
-    # in server mode the KB directory (shared storage) holds only the session table (issue 16)
+    # in server mode the KB directory (shared storage) holds only the session table
     assert [p.name for p in tmp_path.iterdir()] == ["facts"]
     kb = open_kb(tmp_path, embedding="hashing", collection="srv_test", chroma_url=url)
     assert kb.patient_ids() == list(range(1, 13))

@@ -1,4 +1,4 @@
-"""Issue 13 item 10: a reader opened before another process rebuilds the KB keeps working.
+"""A reader opened before another process rebuilds the KB keeps working.
 
 Server mode against a real `chroma run` on 127.0.0.1 (free port, started here): the rebuild swaps
 the collection (new id), and the reader re-resolves the live collection and retries once instead of

@@ -1,4 +1,4 @@
-"""The columnar session table (issue 16): written in the same generation as the Chroma collection,
+"""The columnar session table: written in the same generation as the Chroma collection,
 stamped on both sides, checked on open (a mismatch is an error naming the files, never wrong facts),
 rebuilt incrementally, and the same in server mode against a real `chroma run` on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 item 11 (and the KB-file messages of item 13): a damaged, unwritable or half-built KB
+"""A damaged, unwritable or half-built KB
 gives exit 2 with one line naming the file, `marag kb verify` checks a KB, a rebuild never calls a
 damaged generation "unchanged", a dangling CURRENT never costs the intact generation, a killed
 build's partial generation is removed, and the build lock is taken before ingest."""

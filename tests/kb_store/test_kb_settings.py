@@ -17,7 +17,7 @@ from kb_store.settings import KBSettings
 def test_config_builds_the_kb_settings_from_flags_then_environment(tmp_path):
     env = {
         "MARAG_KB_DIR": str(tmp_path / "from-env"),
-        "MARAG_COLLECTION": "c01",  # Chroma: 3-512 characters (issue 13: validated)
+        "MARAG_COLLECTION": "c01",  # Chroma: 3-512 characters (validated)
         "MARAG_CHROMA_URL": "http://127.0.0.1:9",
         "MARAG_VISIT_WINDOW_DAYS": "3",
     }

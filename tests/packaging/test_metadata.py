@@ -1,4 +1,4 @@
-"""Issue 13 item 15: the declared streamlit floor is the version the dashboard is built and tested
+"""The declared streamlit floor is the version the dashboard is built and tested
 with (st.navigation deep links, st.status), and contexts/ is declared as shipped data."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13 item 15: the built wheel installs into a fresh virtualenv and its `marag` works from
+"""The built wheel installs into a fresh virtualenv and its `marag` works from
 outside the source tree (contexts/ and the shipped sample are in the wheel).
 
 The fresh venv sees the dependencies of the project venv through a .pth line (so torch & co. are

@@ -1,8 +1,10 @@
-"""Issue 11 on the real MA-RAG study data: summaries a movement-disorder clinician would sign.
+"""Readable summaries a movement-disorder clinician would sign, on the real MA-RAG study data.
 
-One test (or more) per point of the issue, on ../shared/data/ma-rag (never copied into the repo;
-skipped when absent). Expected values are recomputed here from the ingested sessions where the
-issue names them, so a regression in engine/clinical/course.py, engine/clinical/findings.py or the text shows up.
+One test (or more) per rule of the summaries (framing, course, findings, negatives, severity words,
+baseline, same-day sessions, exclusions, cohort statistic, implausible zeros), on
+../shared/data/ma-rag (never copied into the repo; skipped when absent). Expected values are
+recomputed here from the ingested sessions where they are named, so a regression in
+engine/clinical/course.py, engine/clinical/findings.py or the text shows up.
 """
 
 from __future__ import annotations
@@ -67,10 +69,10 @@ def passes_guard(r, text: str) -> bool:
     return check_numbers(text, r.ledger, r.plan.patients)["unsupported"] == []
 
 
-# ---- 1. framing ---------------------------------------------------------------------------------
+# ---- framing -------------------------------------------------------------------------------------
 
 
-def test_1_framing_states_assessments_period_and_total(traj, ingest):
+def test_framing_states_assessments_period_and_total(traj, ingest):
     r = traj(1)
     up = updrs_sessions(ingest, 1)
     assert "UPDRS: 5 assessments from 2020-01-17 to 2020-10-05." in r.summary
@@ -84,10 +86,10 @@ def test_1_framing_states_assessments_period_and_total(traj, ingest):
     assert passes_guard(r23, r23.summary)
 
 
-# ---- 2. whole course ----------------------------------------------------------------------------
+# ---- whole course --------------------------------------------------------------------------------
 
 
-def test_2_whole_course_swings_fluctuation_and_slopes(traj):
+def test_whole_course_swings_fluctuation_and_slopes(traj):
     r = traj(25)
     s = r.summary
     assert "14 (visit 1), 24 (visit 2), 40 (visit 3), 41 (visit 4), 4 (visit 5)" in s
@@ -103,17 +105,17 @@ def test_2_whole_course_swings_fluctuation_and_slopes(traj):
     assert c["domains"]["motor"]["peak"]["visit"] == 4
 
 
-def test_2_consistent_sub_threshold_worsening_is_said(traj):
+def test_consistent_sub_threshold_worsening_is_said(traj):
     s = traj(47).summary
     assert "10 (visit 1), 15 (visit 2), 11 (visit 3), 18 (visit 4) (change +8)" in s
     assert "a consistent sub-threshold worsening" in s
     assert "UPDRS total (rose overall)" in s  # the monitor line names the rise
 
 
-# ---- 3. item findings and red flags -------------------------------------------------------------
+# ---- item findings and red flags -----------------------------------------------------------------
 
 
-def test_3_latest_items_at_3_or_4_are_named(traj):
+def test_latest_items_at_3_or_4_are_named(traj):
     s3 = traj(3).summary
     assert "Non-motor: pain severe (4)." in s3
     assert "No incongruence or red-flag items were found" not in s3
@@ -127,7 +129,7 @@ def test_3_latest_items_at_3_or_4_are_named(traj):
         assert word in items
 
 
-def test_3_falls_red_flag_current_and_grouped(traj, engine):
+def test_falls_red_flag_current_and_grouped(traj, engine):
     s = traj(53).summary
     assert "Red flag (current): falling at or above 2 at visits 1, 3, 4 and 5" in s
     assert "falling" in engine.ask("Did patient 53 fall?").summary
@@ -137,7 +139,7 @@ def test_3_falls_red_flag_current_and_grouped(traj, engine):
     assert "Red flag (resolved): cognition at or above 2 at visit 3" in s23
 
 
-def test_3_new_onset_hallucinations_and_dysregulation(traj):
+def test_new_onset_hallucinations_and_dysregulation(traj):
     r1 = traj(1)
     # visit 5 is possibly missing data (every item 0): hallucinations, last at 2, are not resolved
     assert (
@@ -150,7 +152,7 @@ def test_3_new_onset_hallucinations_and_dysregulation(traj):
     assert "dopamine dysregulation at or above 3 at visit 2" in s88
 
 
-def test_3_item_rises_since_first_assessment(traj):
+def test_item_rises_since_first_assessment(traj):
     s = traj(23).summary
     assert (
         "Items up two points or more by visit 5. ADL: falling increased by 4 since visit 1, "
@@ -158,20 +160,20 @@ def test_3_item_rises_since_first_assessment(traj):
     )
 
 
-# ---- 4. pertinent negatives ---------------------------------------------------------------------
+# ---- pertinent negatives -------------------------------------------------------------------------
 
 
-def test_4_pertinent_negatives_at_latest_visit(traj):
+def test_pertinent_negatives_at_latest_visit(traj):
     s = traj(23).summary
     neg = next(p for p in s.split("\n\n") if ", without " in p)
     assert neg.startswith("At visit 5, without ")
     assert "hallucinations" in neg and "falls" not in neg  # falling is 4 at visit 5
 
 
-# ---- 5. severity words, monitor never reassures -------------------------------------------------
+# ---- severity words, monitor never reassures -----------------------------------------------------
 
 
-def test_5_bands_anchors_and_monitor(traj, engine):
+def test_bands_anchors_and_monitor(traj, engine):
     s88 = traj(88).summary
     assert "ADL, Part II): moderate at the latest assessment (reference band)" in s88
     for p in engine.kb.patient_ids():
@@ -187,10 +189,10 @@ def test_5_bands_anchors_and_monitor(traj, engine):
             assert not ({"moderate", "severe"} & bands) and not rose, p
 
 
-# ---- 6. baseline per instrument -----------------------------------------------------------------
+# ---- baseline per instrument ---------------------------------------------------------------------
 
 
-def test_6_every_updrs_patient_answers_a_baseline_question(engine, ingest):
+def test_every_updrs_patient_answers_a_baseline_question(engine, ingest):
     res, _ = ingest
     pids = sorted({s.proj_id for s in res.sessions if s.instrument == "updrs"})
     assert len(pids) == 46
@@ -207,17 +209,17 @@ def test_6_every_updrs_patient_answers_a_baseline_question(engine, ingest):
                 "assessment" in r.summary
             )
         assert r.verification["unsupported"] == []
-    assert shifted >= 10  # the issue's 10 patients whose first UPDRS session is not visit 1
+    assert shifted >= 10  # the study's 10 patients whose first UPDRS session is not visit 1
 
 
-def test_6_no_trajectory_says_baseline_not_selected(traj, engine):
+def test_no_trajectory_says_baseline_not_selected(traj, engine):
     assert not any("baseline not selected" in traj(p).summary for p in engine.kb.patient_ids())
 
 
-# ---- 7. same-day sessions -----------------------------------------------------------------------
+# ---- same-day sessions ---------------------------------------------------------------------------
 
 
-def test_7_same_day_sessions_are_separate_assessments(ingest, traj, engine):
+def test_same_day_sessions_are_separate_assessments(ingest, traj, engine):
     res, _ = ingest
     warn = [i for i in res.issues if i.rule == "same_day_sessions"]
     assert {(i.file, i.row) for i in warn} == {
@@ -237,10 +239,10 @@ def test_7_same_day_sessions_are_separate_assessments(ingest, traj, engine):
     assert next(x for x in top if x["patient"] == 88)["value"] == 29  # latest, not 47
 
 
-# ---- 8. nothing excluded in silence ------------------------------------------------------------
+# ---- nothing excluded in silence -----------------------------------------------------------------
 
 
-def test_8_excluded_sessions_in_result_and_summary(traj, engine):
+def test_excluded_sessions_in_result_and_summary(traj, engine):
     for p, date, rule in (
         (45, "2000/05/04", "date_outlier"),
         (50, "1954/07/04", "implausible_date"),
@@ -260,7 +262,7 @@ def test_8_excluded_sessions_in_result_and_summary(traj, engine):
     assert traj(23).excluded_sessions == []
 
 
-def test_8_kb_build_writes_and_chroma_kb_reads_excluded(tmp_path, capsys):
+def test_kb_build_writes_and_chroma_kb_reads_excluded(tmp_path, capsys):
     from engine.cli import main
 
     kb = tmp_path / "kb"
@@ -293,7 +295,7 @@ def test_8_kb_build_writes_and_chroma_kb_reads_excluded(tmp_path, capsys):
     assert "1954/07/04" in out["summary"]
 
 
-# ---- 9. cohort statistic ------------------------------------------------------------------------
+# ---- cohort statistic ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -305,7 +307,7 @@ def test_8_kb_build_writes_and_chroma_kb_reads_excluded(tmp_path, capsys):
         ("Which patient has the steepest ADL slope per visit?", 19, "adl"),
     ],
 )
-def test_9_progression_wordings_rank_by_slope(engine, query, patient, domain):
+def test_progression_wordings_rank_by_slope(engine, query, patient, domain):
     r = engine.ask(query)
     assert r.plan.statistic == "slope_visit"
     c = r.cohort
@@ -324,14 +326,14 @@ def test_9_progression_wordings_rank_by_slope(engine, query, patient, domain):
         ("mean", "mean"),
     ],
 )
-def test_9_statistic_flag_chooses_what_is_ranked(engine, stat, expected):
+def test_statistic_flag_chooses_what_is_ranked(engine, stat, expected):
     r = engine.run(Plan((), "cohort", ("updrs",), query="ADL", statistic=stat))
     assert r.cohort["statistic"] == expected and r.cohort["statistic_flag"] == stat
     for text in (r.summary, *r.narratives.values()):
         assert passes_guard(r, text), (stat, text[:300])
 
 
-def test_9_cli_statistic_flag_and_validation():
+def test_cli_statistic_flag_and_validation():
     from engine.cli import build_parser
     from engine.query_cli import plan_from_args
 
@@ -342,10 +344,10 @@ def test_9_cli_statistic_flag_and_validation():
         Plan((), "cohort", statistic="median")
 
 
-# ---- 10. implausible zeros ----------------------------------------------------------------------
+# ---- implausible zeros ---------------------------------------------------------------------------
 
 
-def test_10_zero_session_after_nonzero_course_is_flagged(traj):
+def test_zero_session_after_nonzero_course_is_flagged(traj):
     r = traj(1)
     s = r.summary
     assert "Possible missing data: every UPDRS item scored zero at visit 5" in s
@@ -356,10 +358,10 @@ def test_10_zero_session_after_nonzero_course_is_flagged(traj):
     assert "every motor item scored zero at visits 1, 2 and 3, while the other parts did not" in s2
 
 
-# ---- 11. readable, deterministic, guarded ------------------------------------------------------
+# ---- readable, deterministic, guarded ------------------------------------------------------------
 
 
-def test_11_readable_text_on_every_patient(engine, traj):
+def test_readable_text_on_every_patient(engine, traj):
     for p in engine.kb.patient_ids():
         r = traj(p)
         s = r.summary
@@ -374,7 +376,7 @@ def test_11_readable_text_on_every_patient(engine, traj):
     assert again.summary == traj(23).summary
 
 
-# ---- follow-ups of the clinician's review: a possibly-missing session asserts nothing ---------
+# ---- follow-ups of the clinician's review: a possibly-missing session asserts nothing ------------
 
 
 def _paras(s: str) -> list[str]:
@@ -401,7 +403,7 @@ def _listed(par: str) -> list[str]:
     return [*(head.split(", ") if head else []), last]
 
 
-def test_10_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ingest):
+def test_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ingest):
     r = traj(1)
     s = r.summary
     up = {x.visit: x for x in updrs_sessions(ingest, 1)}
@@ -442,7 +444,7 @@ def test_10_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ing
     assert passes_guard(r, s)
 
 
-def test_10_patient_2_motor_zero_everywhere_and_adl_zero_later(traj, ingest):
+def test_patient_2_motor_zero_everywhere_and_adl_zero_later(traj, ingest):
     r = traj(2)
     s = r.summary
     up = {x.visit: x for x in updrs_sessions(ingest, 2)}
@@ -459,7 +461,7 @@ def test_10_patient_2_motor_zero_everywhere_and_adl_zero_later(traj, ingest):
     assert "Non-motor experiences (Part I): mild at the latest assessment" in s  # 2, not 0
 
 
-def test_10_no_patient_asserts_absence_or_resolution_from_suspect_data(engine, traj, ingest):
+def test_no_patient_asserts_absence_or_resolution_from_suspect_data(engine, traj, ingest):
     res, _ = ingest
     words = _negative_words()
     from kb_store.profiles import load_profile
@@ -497,10 +499,10 @@ def test_10_no_patient_asserts_absence_or_resolution_from_suspect_data(engine, t
     assert all(checked.values()), checked
 
 
-# ---- severity words: 0 is normal, never mild ----------------------------------------------------
+# ---- severity words: 0 is normal, never mild -----------------------------------------------------
 
 
-def test_5_zero_is_normal_never_mild(engine, traj):
+def test_zero_is_normal_never_mild(engine, traj):
     from engine.clinical.course import band_of, course_rules
 
     ctx = fx.CONTEXTS
@@ -528,7 +530,7 @@ def test_5_zero_is_normal_never_mild(engine, traj):
     )
 
 
-# ---- the LLM path: the final agent is given the framing, falls and red flags --------------------
+# ---- the LLM path: the final agent is given the framing, falls and red flags ---------------------
 
 
 def test_final_prompt_gives_framing_falls_and_red_flags(ingest):
@@ -543,7 +545,7 @@ def test_final_prompt_gives_framing_falls_and_red_flags(ingest):
         if req.agent != "final":
             return fx.echo_facts(req)  # domain agents restate their facts (statement coverage)
         # echo the given facts, then the per-domain facts: every number must pass the guard and
-        # the domain labels keep the final agent's key-fact coverage (issue 12)
+        # the domain labels keep the final agent's key-fact coverage
         return given_facts(req) + "\n\n" + fx.echo_facts(req)
 
     llm = FakeLLM(script)
