@@ -61,6 +61,6 @@ def settle_heap() -> None:
     collector's generations (`gc.freeze`). They live as long as the process, and a full
     collection no longer walks them: on the 10,000-patient KB a full collection paused one
     trajectory question in about twelve by 65-85 ms; with the startup objects frozen, by 3 ms at
-    most (issue 16, bench/README.md). Objects created later are collected as usual."""
+    most (bench/README.md). Objects created later are collected as usual."""
     gc.collect()
     gc.freeze()

@@ -150,8 +150,8 @@ class Engine:
 
     def evidence(self, result: Result) -> tuple[list[Fact], list[FactValue]]:
         """(facts, ledger) over every patient of the run's plan, to score a text against the
-        whole fact table (the evaluation). A cohort result carries only its answer's scope
-        (issue 16); this recomputes every patient's facts and the full ledger, as before."""
+        whole fact table (the evaluation). A cohort result carries only its answer's scope;
+        this recomputes every patient's facts and the full ledger, as before."""
         if result.cohort is None:
             return list(result.facts), list(result.ledger)
         out = fetch_facts(result.plan, self.kb)
@@ -190,7 +190,7 @@ class Engine:
         )
 
     def _excluded(self, patients: tuple[int, ...]) -> list[dict]:
-        """Sessions rejected at ingest for the plan's patients (issue 11: never dropped silently)."""
+        """Sessions rejected at ingest for the plan's patients (never dropped silently)."""
         from kb_store.exclusions import for_patients
 
         get = getattr(self.kb, "excluded_sessions", None)
@@ -230,7 +230,7 @@ def aggregate_verification(state: State) -> dict[str, Any]:
             "total": state.llm_calls,
             "skipped_prompt_too_long": state.skipped_calls,
         },
-        # statement-level grounding (issue 12)
+        # statement-level grounding
         "unsupported_sentences": sum(int(r.get("unsupported_sentences", 0)) for r in recs.values()),
         "sentences_total": sum(int(r.get("sentences_total", 0)) for r in recs.values()),
         "coverage": min((float(r.get("coverage", 1.0)) for r in recs.values()), default=1.0),

@@ -67,7 +67,7 @@ def facts_from_doc(doc: KBDoc) -> list[Fact]:
 
 def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[Fact]]:
     """(OFF/untreated facts, ON-exam facts) of one patient: from the KB's session table when it
-    has one (issue 16; same rows, same order), else from the session documents' metadata."""
+    has one (same rows, same order), else from the session documents' metadata."""
     rows: list[Fact] = []
     on_rows: list[Fact] = []
     table = cohort_table.table_of(kb)
@@ -150,7 +150,7 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
     out = fetch_facts(state.plan, ctx.kb)
     out["series"] = series(out["facts"], ctx.contexts)
     out["ledger"] = build_ledger(out["facts"], out["series"], ctx.contexts)
-    # issue 11: the whole course per instrument, item findings, and the sessions excluded at
+    # the whole course per instrument, item findings, and the sessions excluded at
     # ingest for the plan's patients, with the ledger rows the readable summary states
     out.update(course_and_findings(out["facts"], ctx.contexts, state.plan.patients))
     out["ledger"] = out["ledger"] + ledger_values(out["courses"], out["findings"], state.excluded)

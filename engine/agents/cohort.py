@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.agents.final import cohort_t_patients
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.clinical import cohort_table
+from engine.clinical import table_stats
 from engine.clinical.cohort import compute_cohort, render_cohort_facts
 from engine.clinical.findings import course_and_findings
 from engine.clinical.ledger import build_ledger, cohort_values, ledger_values
@@ -39,7 +39,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     """Issue 16: the facts, series and ledger of the patients the answer names, not of the whole
     cohort. F, the series and the final table T hold the top of the ranking and the ties
     (engine.agents.final.cohort_t_patients); the ledger adds the scoped cohort values (ranks,
-    ranked scores, slopes and extremes of engine.clinical.cohort_table.answer_scope). So the final text and
+    ranked scores, slopes and extremes of engine.clinical.table_stats.answer_scope). So the final text and
     the claim check cost the same at 44 and at 10,000 patients."""
     shown = cohort_t_patients(cohort)
     if state.cohort_frame is not None:
@@ -54,7 +54,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     ledger = (
         build_ledger(facts, ser, ctx.contexts)
         + ledger_values(clin["courses"], clin["findings"], state.excluded)
-        + cohort_values(cohort, cohort_table.answer_scope(cohort))
+        + cohort_values(cohort, table_stats.answer_scope(cohort))
     )
     subsets = {d: [f for f in facts if f.domain == d] for d in DOMAINS}
     return {"facts": facts, "subsets": subsets, "series": ser, "ledger": ledger, **clin}
@@ -64,7 +64,7 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     """The cohort statistics (from the session table's long frame when retrieve built one, else
     from F), the answer's facts and ledger, then G = the text that explains mu."""
     if state.cohort_frame is not None:
-        cohort = cohort_table.compute_cohort_table(
+        cohort = table_stats.compute_cohort_table(
             state.cohort_frame, state.query, state.plan.instruments, state.plan.statistic
         )
     else:

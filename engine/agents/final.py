@@ -128,7 +128,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     """Score table T, flags, mode dispatch, the verified synthesis, screening and the note."""
     flags: Flags = {
         "incongruence": incongruence_flags(state.facts, ctx.contexts),
-        # issue 11: threshold rules plus new onset (engine.clinical.findings)
+        # threshold rules plus new onset (engine.clinical.findings)
         "red_flags": all_red_flags(red_flags(state.facts, ctx.contexts), state.findings),
     }
     mode = dispatch_mode(
@@ -147,7 +147,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         monitor=readable.patients_to_monitor(state),
     )
     dense_text = fallback
-    if mode == "trajectory":  # issue 11: the readable text; the dense form stays for QA
+    if mode == "trajectory":  # the readable text; the dense form stays for QA
         fallback = readable.readable_trajectory(state, ctx.contexts)
     else:
         if mode == "comparison":  # red flags per item, as the trajectory writes them
@@ -160,7 +160,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)
-    # issue 11: framing, falls and red flags as given facts (ledger values); not in cohort mode
+    # framing, falls and red flags as given facts (ledger values); not in cohort mode
     given = "none" if mode == "cohort" else readable.final_given_facts(state)
     req = final_request(
         state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined, given

@@ -55,6 +55,27 @@ CHANGE_STATS = {"largest_change", "most_negative_change"}
 STATISTIC_FLAGS = ("latest", "change", "slope_visit", "slope_year", "mean")
 
 
+def _explicit_statistic(statistic: str, improved: bool, stable: bool, lowest: bool) -> str | None:
+    """The ranked statistic when the plan fixes what is ranked (the query's words pick the
+    order); None for no or another statistic (the keyword rules decide)."""
+    if statistic in ("slope_visit", "slope_year"):
+        base = (
+            "most_negative_slope"
+            if improved
+            else "smallest_abs_slope"
+            if stable
+            else "steepest_slope"
+        )
+        return base + ("_year" if statistic == "slope_year" else "")
+    if statistic == "change":
+        return "most_negative_change" if improved else "largest_change"
+    if statistic == "latest":
+        return "minimum" if lowest else "maximum"
+    if statistic == "mean":
+        return "mean"
+    return None
+
+
 def choose_statistic(
     query: str, instruments: Sequence[str], statistic: str = ""
 ) -> tuple[str, str]:
@@ -77,21 +98,9 @@ def choose_statistic(
     )
     stable = bool(re.search(r"\b(most\s+stable|stablest|stable|least\s+change|slowest)\b", q))
     lowest = bool(re.search(r"\b(lowest|best|least|mildest|minimum)\b", q))
-    if statistic in ("slope_visit", "slope_year"):
-        base = (
-            "most_negative_slope"
-            if improved
-            else "smallest_abs_slope"
-            if stable
-            else "steepest_slope"
-        )
-        return base + ("_year" if statistic == "slope_year" else ""), domain
-    if statistic == "change":
-        return ("most_negative_change" if improved else "largest_change"), domain
-    if statistic == "latest":
-        return ("minimum" if lowest else "maximum"), domain
-    if statistic == "mean":
-        return "mean", domain
+    chosen = _explicit_statistic(statistic, improved, stable, lowest)
+    if chosen is not None:
+        return chosen, domain
     if re.search(
         r"\b(fastest|quickest|steepest|most\s+rapid|rapidly|progress\w*\s+(the\s+)?most)\b", q
     ):
@@ -189,7 +198,7 @@ def _slope_ranking(
 
 
 def _change_ranking(statistic: str, pts_of: dict[int, Points]) -> list[dict[str, Any]]:
-    """Change first -> latest scored assessment of each patient with >= 2 (issue 11)."""
+    """Change first -> latest scored assessment of each patient with >= 2."""
     rows = [
         {
             "patient": p,

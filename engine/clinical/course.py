@@ -1,6 +1,6 @@
 """The whole course of one patient on one instrument: framing, per-domain course, implausible zeros.
 
-Owns the longitudinal facts a clinician reports first (issue 11 points 1, 2, 5, 10), computed in
+Owns the longitudinal facts a clinician reports first, computed in
 code from the fact table F (never from prose) so that the ledger, the readable text and the
 dashboard share one computation:
 
@@ -158,8 +158,8 @@ def compute_courses(
     return out
 
 
-def _mark_zeros(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
-    """Sessions and domains at 0 on every item after a non-zero course (possibly missing data)."""
+def _mark_zero_visits(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
+    """Sessions whose items are all 0, and domains at 0 on every item, after a non-zero course."""
     seen_nonzero: dict[str, bool] = defaultdict(bool)
     for v in ic.visits:
         vf = [f for f in fs if f.visit == v]
@@ -176,7 +176,11 @@ def _mark_zeros(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
                 ic.domains[f.domain].zero_suspect.append(v)
             if any(x != 0 for x in vals):
                 seen_nonzero[f.domain] = True
-    parts = [d for d in ic.domains if d not in ("total", "qol")]
+
+
+def _mark_all_zero_parts(ic: InstrumentCourse, parts: Sequence[str]) -> None:
+    """A part at 0 at every (>= 2) assessment while another part was not: e.g. three motor
+    examinations in a row at 0 while Parts I-II were not (not examined?)."""
     for d in parts:
         dc = ic.domains[d]
         others = [ic.domains[o] for o in parts if o != d]
@@ -185,9 +189,15 @@ def _mark_zeros(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
             and all(p.score == 0 for p in dc.points)
             and any(p.score for o in others for p in o.points)
         ):
-            # e.g. three motor examinations in a row at 0 while Parts I-II were not: not examined?
             dc.all_zero = True
             dc.zero_suspect = [p.visit for p in dc.points]
+
+
+def _mark_zeros(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
+    """Sessions and domains at 0 on every item after a non-zero course (possibly missing data)."""
+    _mark_zero_visits(ic, fs)
+    parts = [d for d in ic.domains if d not in ("total", "qol")]
+    _mark_all_zero_parts(ic, parts)
     if "total" in ic.domains:
         tot = ic.domains["total"]
         suspect = set(ic.zero_sessions)

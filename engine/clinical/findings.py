@@ -1,6 +1,6 @@
 """Item-level findings of one patient: what a clinician reports beyond the domain scores.
 
-Owns (issue 11 points 3-5), computed in code from the fact table F and the red-flag rows:
+Owns, computed in code from the fact table F and the red-flag rows:
 - items at or above `findings.high_item_min` (3 = moderate / often) at the latest assessment of
   each instrument, with the anchor word of the scale (contexts/thresholds.json `item_anchors`);
 - items up `findings.item_rise_min` (2) points or more since the instrument's first assessment;
@@ -17,7 +17,7 @@ Owns (issue 11 points 3-5), computed in code from the fact table F and the red-f
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,109 +131,91 @@ def new_onset_rows(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]
     return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
 
 
-def patient_findings(
+Suspect = Callable[[str, str, int], bool]
+
+
+def _item_findings(
     patient: int,
-    facts: Sequence[Fact],
-    red_flag_rows: Sequence[Mapping[str, Any]],
-    ctx: Contexts,
-    courses: Mapping[tuple[int, str], InstrumentCourse] | None = None,
-) -> Findings:
-    rules = course_rules(str(ctx.directory))
+    inst: str,
+    fs: Sequence[Fact],
+    last_v: int,
+    rules: Mapping[str, Any],
+    out: Findings,
+) -> None:
+    """Items at or above `high_item_min` at the latest assessment, and items up `item_rise_min`
+    or more since the instrument's first assessment that scored them (appended to `out`)."""
     fr = rules["findings"]
-    mine = [f for f in facts if f.patient == patient]
-    latest = _latest_by_instrument(mine)
-
-    def suspect(inst: str, domain: str, visit: int) -> bool:
-        ic = (courses or {}).get((patient, inst))
-        return ic is not None and ic.is_suspect(domain, visit)
-
-    out = Findings()
     hi_min = float(fr["high_item_min"])
     rise_min = float(fr["item_rise_min"])
-    by_inst: dict[str, list[Fact]] = defaultdict(list)
-    for f in mine:
-        by_inst[f.instrument].append(f)
-    for inst, fs in by_inst.items():
-        fs = sorted(fs, key=lambda f: f.visit)
-        prof = load_profile(fs[0].profile)
-        last_v = latest[inst]
-        for f in fs:
-            if f.visit != last_v:
+    prof = load_profile(fs[0].profile)
+    for f in fs:
+        if f.visit != last_v:
+            continue
+        for code, x in f.items.items():
+            if x is None:
                 continue
-            for code, x in f.items.items():
-                if x is not None and x >= hi_min:
-                    out.high.append(
-                        ItemFinding(
-                            patient,
-                            inst,
-                            f.domain,
-                            code,
-                            prof.item(code).label,
-                            x,
-                            f.visit,
-                            anchor_word(rules, inst, x),
-                        )
+            label, word = prof.item(code).label, anchor_word(rules, inst, x)
+            if x >= hi_min:
+                out.high.append(ItemFinding(patient, inst, f.domain, code, label, x, f.visit, word))
+            first = next(
+                (
+                    (g.visit, g.items.get(code))
+                    for g in fs
+                    if g.domain == f.domain and g.items.get(code) is not None
+                ),
+                None,
+            )
+            if first is not None and first[0] != f.visit and x - first[1] >= rise_min:  # type: ignore[operator]
+                out.rises.append(
+                    ItemFinding(
+                        patient, inst, f.domain, code, label, x, f.visit, word, first[1], first[0]
                     )
-                first = next(
-                    (
-                        (g.visit, g.items.get(code))
-                        for g in fs
-                        if g.domain == f.domain and g.items.get(code) is not None
-                    ),
-                    None,
                 )
-                if (
-                    x is not None
-                    and first is not None
-                    and first[0] != f.visit
-                    and x - first[1] >= rise_min  # type: ignore[operator]
-                ):
-                    out.rises.append(
-                        ItemFinding(
-                            patient,
-                            inst,
-                            f.domain,
-                            code,
-                            prof.item(code).label,
-                            x,
-                            f.visit,
-                            anchor_word(rules, inst, x),
-                            first[1],
-                            first[0],
-                        )
-                    )
-        neg = dict((c, w) for c, w in fr["pertinent_negatives"]["items"].get(fs[0].profile, []))
-        for code, words in neg.items():
-            # the latest assessment of the item's domain that is not possibly missing data
-            with_item = [f for f in fs if code in f.items]
-            skipped: list[int] = []
-            for f in sorted(with_item, key=lambda f: -f.visit):
-                if suspect(inst, f.domain, f.visit):
-                    skipped.append(f.visit)
-                    continue
-                if f.items.get(code) == 0:
-                    out.negatives.append((code, words, f.visit))
-                    if skipped:
-                        out.negatives_skipped[f.visit] = sorted(skipped)
-                break
+
+
+def _negatives(
+    inst: str, fs: Sequence[Fact], rules: Mapping[str, Any], suspect: Suspect, out: Findings
+) -> None:
+    """Pertinent negatives: each safety item at 0 at the latest assessment of its domain that is
+    not possibly missing data, naming the suspect assessments skipped."""
+    items = rules["findings"]["pertinent_negatives"]["items"].get(fs[0].profile, [])
+    for code, words in dict((c, w) for c, w in items).items():
+        with_item = [f for f in fs if code in f.items]
+        skipped: list[int] = []
+        for f in sorted(with_item, key=lambda f: -f.visit):
+            if suspect(inst, f.domain, f.visit):
+                skipped.append(f.visit)
+                continue
+            if f.items.get(code) == 0:
+                out.negatives.append((code, words, f.visit))
+                if skipped:
+                    out.negatives_skipped[f.visit] = sorted(skipped)
+            break
+
+
+def _falls(mine: Sequence[Fact], ctx: Contexts, suspect: Suspect) -> list[FallsPoint]:
+    """The falls item (red-flag rule `falls`) at every assessment."""
     fall_rule = next((r for r in ctx.red_flags if r.id == "falls"), None)
+    out = []
     for f in sorted(mine, key=lambda f: f.visit):
         for code in fall_rule.items.get(f.profile, ()) if fall_rule else ():
             x = f.items.get(code)
             if x is not None:
-                out.falls.append(
-                    FallsPoint(
-                        f.visit,
-                        x,
-                        load_profile(f.profile).item(code).label,
-                        suspect(f.instrument, f.domain, f.visit),
-                    )
-                )
-    out.new_onset = [r for r in new_onset_rows(mine, ctx)]
+                label = load_profile(f.profile).item(code).label
+                out.append(FallsPoint(f.visit, x, label, suspect(f.instrument, f.domain, f.visit)))
+    return out
+
+
+def _flag_groups(
+    patient: int,
+    rows: Sequence[Mapping[str, Any]],
+    latest: Mapping[str, int],
+    visit_inst: Mapping[tuple[int, str], str],
+) -> dict[tuple[str, str], FlagGroup]:
+    """Red-flag rows grouped per rule and item; a group is current when one of its rows is at the
+    latest assessment of its instrument."""
     groups: dict[tuple[str, str], FlagGroup] = {}
-    inst_of = {f.doc_id: f.instrument for f in mine}
-    visit_inst = {(f.visit, f.domain): f.instrument for f in mine}
-    for r in [*red_flag_rows, *out.new_onset]:
+    for r in rows:
         if r["patient"] != patient:
             continue
         key = (r["rule"], r["item"])
@@ -255,21 +237,56 @@ def patient_findings(
         inst = visit_inst.get((r["visit"], r["domain"]))
         if inst is not None and latest.get(inst) == r["visit"]:
             g.current = True
-    del inst_of
+    return groups
+
+
+def _settle_status(
+    g: FlagGroup, mine: Sequence[Fact], visit_inst: Mapping[tuple[int, str], str], suspect: Suspect
+) -> None:
+    """A group's status: current, unconfirmed (the only later evidence is possibly missing data),
+    unscored (the item not scored at any later assessment), else resolved."""
+    inst = visit_inst.get((max(g.visits), g.domain))
+    after = [f for f in mine if f.instrument == inst and f.visit > max(g.visits)]
+    later = sorted(
+        {f.visit for f in after if f.domain == g.domain and f.items.get(g.item) is not None}
+    )
+    if g.current:
+        g.status = "current"
+    elif later and inst is not None and all(suspect(inst, g.domain, v) for v in later):
+        g.status, g.suspect_after = "unconfirmed", later
+    elif not later:
+        g.status, g.suspect_after = "unscored", sorted({f.visit for f in after})
+
+
+def patient_findings(
+    patient: int,
+    facts: Sequence[Fact],
+    red_flag_rows: Sequence[Mapping[str, Any]],
+    ctx: Contexts,
+    courses: Mapping[tuple[int, str], InstrumentCourse] | None = None,
+) -> Findings:
+    rules = course_rules(str(ctx.directory))
+    mine = [f for f in facts if f.patient == patient]
+    latest = _latest_by_instrument(mine)
+
+    def suspect(inst: str, domain: str, visit: int) -> bool:
+        ic = (courses or {}).get((patient, inst))
+        return ic is not None and ic.is_suspect(domain, visit)
+
+    out = Findings()
+    by_inst: dict[str, list[Fact]] = defaultdict(list)
+    for f in mine:
+        by_inst[f.instrument].append(f)
+    for inst, fs in by_inst.items():
+        fs = sorted(fs, key=lambda f: f.visit)
+        _item_findings(patient, inst, fs, latest[inst], rules, out)
+        _negatives(inst, fs, rules, suspect, out)
+    out.falls = _falls(mine, ctx, suspect)
+    out.new_onset = list(new_onset_rows(mine, ctx))
+    visit_inst = {(f.visit, f.domain): f.instrument for f in mine}
+    groups = _flag_groups(patient, [*red_flag_rows, *out.new_onset], latest, visit_inst)
     for g in groups.values():
-        inst = visit_inst.get((max(g.visits), g.domain))
-        after = [f for f in mine if f.instrument == inst and f.visit > max(g.visits)]
-        later = sorted(
-            {f.visit for f in after if f.domain == g.domain and f.items.get(g.item) is not None}
-        )
-        if g.current:
-            g.status = "current"
-        elif later and inst is not None and all(suspect(inst, g.domain, v) for v in later):
-            # the only later evidence is possibly missing data: neither current nor resolved
-            g.status, g.suspect_after = "unconfirmed", later
-        elif not later:
-            # no later score of the item at all (not scored): nothing says it resolved
-            g.status, g.suspect_after = "unscored", sorted({f.visit for f in after})
+        _settle_status(g, mine, visit_inst, suspect)
     out.flags = sorted(groups.values(), key=lambda g: (not g.current, g.visits[0], g.item))
     return out
 

@@ -246,7 +246,7 @@ def cohort_values(
     cohort: Mapping[str, Any] | None, scope: Collection[int] | None = None
 ) -> list[FactValue]:
     """The cohort answer's numbers: slopes, cohort statistics, ranks, totals and counts. With
-    `scope` (the patients the answer can name, engine.clinical.cohort_table.answer_scope; issue 16) only
+    `scope` (the patients the answer can name, engine.clinical.table_stats.answer_scope) only
     those patients' slopes, ranks and ranked scores, plus a score at each domain's maximum and
     minimum: the ledger then scales with the answer, not with the cohort."""
     if not cohort:
@@ -354,7 +354,7 @@ def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
                         )
                     )
         if not ctx.severity.get(prof, {}).get(dom):
-            out += _reference_band_values(ctx, prof, dom)  # issue 12: what "(reference band)" says
+            out += _reference_band_values(ctx, prof, dom)  # what "(reference band)" says
         cut = ctx.moderate_cutoff(prof, dom)
         if cut is not None:
             out.append(

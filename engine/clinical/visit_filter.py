@@ -55,7 +55,7 @@ def select_visits(visits: Sequence[int], visit_filter: str) -> tuple[list[int], 
 def select_per_instrument(
     rows: Sequence[Fact], visit_filter: str
 ) -> tuple[set[tuple[str, int]], list[str]]:
-    """(instrument, visit) pairs kept, and notes. Issue 11: "baseline", "latest" and first/last N
+    """(instrument, visit) pairs kept, and notes: "baseline", "latest" and first/last N
     count each instrument's own assessments (baseline = the patient's first session of that
     instrument, whatever its shared visit number); visit_N keeps the shared visit index."""
     kept_all: set[tuple[str, int]] = set()

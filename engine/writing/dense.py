@@ -32,9 +32,7 @@ def _visit_sentence(r: SeriesRow) -> str:
     return f"visit {r.visit} ({r.date}{base}): {score_phrase(r)}" + (f", {ch}" if ch else "") + "."
 
 
-def domain_text(
-    domain: str, rows: Sequence[SeriesRow], ctx: Contexts, notes: Sequence[str] = ()
-) -> str:
+def domain_text(domain: str, rows: Sequence[SeriesRow], ctx: Contexts) -> str:
     """N_d for one domain: every visit of every patient, with change from the previous visit and
     from the reference (baseline) visit."""
     if not rows:

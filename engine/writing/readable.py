@@ -1,4 +1,4 @@
-"""The readable trajectory summary (issue 11 point 11): what a movement-disorder clinician signs.
+"""The readable trajectory summary: what a movement-disorder clinician signs.
 
 Deterministic prose over engine.clinical.course (framing, whole course per domain, implausible zeros) and
 engine.clinical.findings (item findings, red flags, pertinent negatives). Style: short sentences, one
@@ -127,7 +127,7 @@ def _framing(ic: InstrumentCourse) -> list[str]:
     return sents
 
 
-def _domain_paragraph(dc: DomainCourse, ctx: Contexts) -> str:
+def _domain_paragraph(dc: DomainCourse) -> str:
     w = _dom(dc.domain)
     head = PART_WORDS[dc.domain]
     band = ""
@@ -308,7 +308,7 @@ def _falls_sentence(fd: Findings) -> str:
 def given_facts(
     patient: int, courses: Mapping[tuple[int, str], InstrumentCourse], fd: Findings
 ) -> str:
-    """The facts an LLM-written summary must state (issue 11 follow-up): the framing of each
+    """The facts an LLM-written summary must state: the framing of each
     instrument (assessments, period, UPDRS total first -> last), falls at every assessment and the
     red flags that are current or not resolved. Ledger values only, written as the facts text
     writes them, so the guard accepts them verbatim."""
@@ -366,7 +366,7 @@ def patient_summary(
         paras.append(" ".join(_framing(ic)))
         for d in DOMAINS:
             if d in ic.domains:
-                paras.append(_domain_paragraph(ic.domains[d], ctx))
+                paras.append(_domain_paragraph(ic.domains[d]))
     paras += _findings_paragraphs(fd)
     paras.append(_monitor(ics, fd))
     ex = [e for e in excluded if e.get("patient") == patient]
@@ -429,8 +429,8 @@ def excluded_text(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def baseline_note(state: Any) -> str:
-    """For baseline plans: which visit is each instrument's first assessment (issue 11 point 6:
-    visit numbers are shared across instruments, baseline is per instrument)."""
+    """For baseline plans: which visit is each instrument's first assessment
+    (visit numbers are shared across instruments, baseline is per instrument)."""
     if state.plan.visit_filter not in ("baseline", "baseline_vs_latest"):
         return ""
     words = {"updrs": "UPDRS", "pdq8": "PDQ-8"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.agents.final import cohort_t_patients
-from engine.clinical import cohort_table
+from engine.clinical import cohort_table, table_stats
 from engine.clinical.cohort import STATISTIC_FLAGS, compute_cohort
 from engine.config import Config
 from engine.grounding.guard import check_numbers
@@ -113,9 +113,9 @@ def test_every_cohort_statistic_equals_the_per_fact_computation(kb):
                 want = compute_cohort(ref["facts"], q, inst, statistic=flag)
             except ValueError as e:
                 with pytest.raises(ValueError, match=str(e)[:30]):
-                    cohort_table.compute_cohort_table(long, q, inst, flag)
+                    table_stats.compute_cohort_table(long, q, inst, flag)
                 continue
-            got = cohort_table.compute_cohort_table(long, q, inst, flag)
+            got = table_stats.compute_cohort_table(long, q, inst, flag)
             assert got == want, (vf, inst, flag, q)
             compared += 1
     assert compared > 1000
@@ -155,7 +155,7 @@ def test_cohort_answer_is_unchanged_and_scoped_to_the_patients_it_names(kb):
         assert new.summary == old.summary and new.cohort == old.cohort
         assert new.narratives == old.narratives
         assert new.verification["unsupported"] == old.verification["unsupported"]
-        scope = set(cohort_table.answer_scope(new.cohort))
+        scope = set(table_stats.answer_scope(new.cohort))
         assert {f.patient for f in new.facts} == cohort_t_patients(new.cohort) <= scope
         assert {v.patient for v in new.ledger if v.patient is not None} <= scope
         full_facts, full_ledger = Engine(cfg, kb, None).evidence(new)
