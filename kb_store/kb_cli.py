@@ -86,7 +86,7 @@ def write_reports(result: IngestResult, kb_dir: Path) -> tuple[Path, Path]:
 
 
 def build(args: argparse.Namespace, kb: KBSettings) -> int:
-    from kb_store.chroma_kb import build_lock
+    from kb_store.kb_lock import build_lock
 
     if kb.chroma_url:
         return _build(args, kb)
