@@ -17,7 +17,7 @@ from typing import Any
 
 EXCLUDED_JSON = "excluded_sessions.json"
 
-#: normalised header names (kb_store.ingest_generic.normalise_column) of patient and date columns
+#: normalised header names (kb_store.profiles.normalise_column) of patient and date columns
 PATIENT_COLUMNS = ("PROJID", "PATNO", "PATIENTID", "PATIENT", "SUBJECTID", "ID")
 DATE_COLUMNS = ("SESSIONDATE", "PDQSESSIONDATE", "DATE", "VISITDATE", "INFODT", "ASSESSMENTDATE")
 _PATIENT_RE = re.compile(r"\bpatient (\d+)\b")
@@ -33,8 +33,8 @@ def _instrument(file_kind: str, message: str) -> str:
 
 def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per rejected session row (error issues with a row number), in file and row order."""
+    from kb_store.csv_table import read_table
     from kb_store.ingest import detect_format, expand_paths
-    from kb_store.ingest_generic import read_table
     from kb_store.ingest_marag import marag_kind
 
     tables = {}

@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from kb_store.ingest_generic import Table, looks_generic, parse_generic, read_table
+from kb_store.csv_table import Table, read_table
+from kb_store.ingest_generic import looks_generic, parse_generic
 from kb_store.ingest_marag import marag_kind, parse_marag
 from kb_store.ingest_ppmi import looks_ppmi, parse_ppmi
 from kb_store.ingest_report import BLOCKING_RULES, IngestResult

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from kb_store.csv_table import Table
 from kb_store.dates import DateParseError, parse_date
-from kb_store.ingest_generic import (
+from kb_store.ingest_rows import (
     InstrumentColumns,
-    Table,
     build_row_sessions,
     item_columns,
     missing_column_issues,

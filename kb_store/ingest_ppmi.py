@@ -27,10 +27,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kb_store.csv_table import Table
 from kb_store.dates import ParsedDate
-from kb_store.ingest_generic import (
+from kb_store.ingest_rows import (
     InstrumentColumns,
-    Table,
     item_columns,
     month_warning,
     read_items,
