@@ -20,9 +20,10 @@ from pathlib import Path
 from kb_store.csv_table import Table, read_table
 from kb_store.ingest_generic import looks_generic, parse_generic
 from kb_store.ingest_marag import marag_kind, parse_marag
-from kb_store.ingest_ppmi import looks_ppmi, parse_ppmi
+from kb_store.ingest_ppmi import parse_ppmi
 from kb_store.ingest_report import BLOCKING_RULES, IngestResult
 from kb_store.model import Session, ValidationIssue
+from kb_store.ppmi_parts import looks_ppmi
 from kb_store.validation import (
     IngestError,
     issue,
