@@ -268,7 +268,7 @@ def query(sizes: list[int], workdir: Path, repeat: int, rounds: int) -> dict:
     from engine.grounding.guard import check_numbers
     from engine.pipeline import Engine
     from engine.types import Plan
-    from kb_store.chroma_kb import open_kb
+    from kb_store.chroma_reader import open_kb
 
     out: dict = {"rows": [], "ledger": [], "page": [], "speed_loop_ms_start": _speed_ms()}
     out["rounds"] = rounds

@@ -25,7 +25,7 @@ from pathlib import Path
 from engine.config import Config
 from engine.pipeline import Engine
 from engine.types import Plan
-from kb_store.chroma_kb import open_kb
+from kb_store.chroma_reader import open_kb
 
 COHORT = (
     "Which patients have the highest total burden?",

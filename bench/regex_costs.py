@@ -26,7 +26,7 @@ from typing import Any
 import engine.grounding as grounding
 from engine.config import Config
 from engine.pipeline import Engine
-from kb_store.chroma_kb import open_kb
+from kb_store.chroma_reader import open_kb
 
 sys.path.insert(0, str(Path(__file__).parent))
 from facts_pass import plans  # noqa: E402

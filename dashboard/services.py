@@ -115,7 +115,7 @@ def config_for(backend: str | None) -> Config:
     show_spinner="Opening the knowledge base and loading the model...", max_entries=4
 )
 def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
-    from kb_store.chroma_kb import KBMissingError
+    from kb_store.kb_location import KBMissingError
 
     try:
         engine = engine_factory.open_engine(_cfg)

@@ -15,10 +15,21 @@ from urllib.parse import urlparse
 import chromadb
 from chromadb.config import Settings
 
-POINTER = "CURRENT"
+from kb_store.generations import GEN_PREFIX, POINTER
+
+__all__ = [
+    "GEN_PREFIX",
+    "HASHES",
+    "MANIFEST",
+    "POINTER",
+    "http_client",
+    "persistent_client",
+    "release_client",
+    "settings",
+]
+
 MANIFEST = "manifest.json"
 HASHES = "hashes.json"  # {doc id: content_hash} of the generation, for the diff without a scan
-GEN_PREFIX = "gen-"
 
 
 def settings() -> Settings:

@@ -171,29 +171,45 @@ def parse_date(raw: object, order: DateOrder | None = None) -> ParsedDate:
     if m := _COMPACT.match(text):
         return ParsedDate(_make(int(m["y"]), int(m["m"]), int(m["d"]), text), "day", "", text)
     if m := _NUMERIC.match(text):
-        a, b, y = int(m["a"]), int(m["b"]), int(m["y"])
-        group = "dot" if m["sep"] == "." else "slash"
-        if a > 12:
-            first = "dmy"
-        elif b > 12 or a == b:
-            first = "mdy"
-        elif order is not None and group in order.conflict:
-            dmy = order.evidence.get((group, "dmy"), "")
-            mdy = order.evidence.get((group, "mdy"), "")
-            raise AmbiguousDateError(
-                f"{text!r} could be day-first or month-first: this column holds both "
-                f"day-first ({dmy!r}) and month-first ({mdy!r}) dates; write ISO dates (YYYY-MM-DD)"
-            )
-        elif order is not None:
-            first = order.order[group]
-        else:
-            first = "dmy" if group == "dot" else "mdy"
-        day, month = (a, b) if first == "dmy" else (b, a)
-        return ParsedDate(_make(y, month, day, text), "day", m["time"] or "", text)
+        return _numeric_date(m, text, order)
     if m := _MONTH_ONLY.match(text):
         return ParsedDate(_make(int(m["y"]), int(m["m"]), 1, text), "month", "", text)
     if m := _YEAR_MONTH.match(text):
         return ParsedDate(_make(int(m["y"]), int(m["m"]), 1, text), "month", "", text)
+    if (named := _named_date(text)) is not None:
+        return named
+    if _SHORT_YEAR.match(text):
+        raise DateParseError(
+            f"{text!r} has a two-digit year (century ambiguous); write the full year"
+        )
+    raise DateParseError(f"{text!r} is not a recognised date format")
+
+
+def _numeric_date(m: re.Match[str], text: str, order: DateOrder | None) -> ParsedDate:
+    """A numeric date (DD.MM.YYYY, MM/DD/YYYY, ...): day and month by the rules of `parse_date`."""
+    a, b, y = int(m["a"]), int(m["b"]), int(m["y"])
+    group = "dot" if m["sep"] == "." else "slash"
+    if a > 12:
+        first = "dmy"
+    elif b > 12 or a == b:
+        first = "mdy"
+    elif order is not None and group in order.conflict:
+        dmy = order.evidence.get((group, "dmy"), "")
+        mdy = order.evidence.get((group, "mdy"), "")
+        raise AmbiguousDateError(
+            f"{text!r} could be day-first or month-first: this column holds both "
+            f"day-first ({dmy!r}) and month-first ({mdy!r}) dates; write ISO dates (YYYY-MM-DD)"
+        )
+    elif order is not None:
+        first = order.order[group]
+    else:
+        first = "dmy" if group == "dot" else "mdy"
+    day, month = (a, b) if first == "dmy" else (b, a)
+    return ParsedDate(_make(y, month, day, text), "day", m["time"] or "", text)
+
+
+def _named_date(text: str) -> ParsedDate | None:
+    """A date with a month name ("Mar 5, 2021", "5 March 2021", "2021 Mar 5", "March 2021")."""
     if m := _NAMED_MDY.match(text):
         d = _make(int(m["y"]), _month(m["mon"], text), int(m["d"]), text)
         return ParsedDate(d, "day", m["time"] or "", text)
@@ -205,8 +221,4 @@ def parse_date(raw: object, order: DateOrder | None = None) -> ParsedDate:
         return ParsedDate(d, "day", m["time"] or "", text)
     if m := _NAMED_MY.match(text):
         return ParsedDate(_make(int(m["y"]), _month(m["mon"], text), 1, text), "month", "", text)
-    if _SHORT_YEAR.match(text):
-        raise DateParseError(
-            f"{text!r} has a two-digit year (century ambiguous); write the full year"
-        )
-    raise DateParseError(f"{text!r} is not a recognised date format")
+    return None

@@ -1,7 +1,7 @@
 """Sessions left out at ingest, per patient: what `excluded_sessions` of every answer reports.
 
-Owns the list of rejected input rows as the engine needs it (issue 11 point 8, "nothing excluded
-in silence"): patient, instrument, the date as written in the file, file, row, rule and message.
+Owns the list of rejected input rows as the engine needs it (the rule "nothing excluded in
+silence"): patient, instrument, the date as written in the file, file, row, rule and message.
 Built once at `marag kb build` from the ingest result (re-reading only the rejected rows' key cells
 from the source files), written beside the KB as `excluded_sessions.json`, and read back by the KB
 reader so that every plan naming a patient carries that patient's excluded sessions.
@@ -17,7 +17,7 @@ from typing import Any
 
 EXCLUDED_JSON = "excluded_sessions.json"
 
-#: normalised header names (kb_store.ingest_generic.normalise_column) of patient and date columns
+#: normalised header names (kb_store.profiles.normalise_column) of patient and date columns
 PATIENT_COLUMNS = ("PROJID", "PATNO", "PATIENTID", "PATIENT", "SUBJECTID", "ID")
 DATE_COLUMNS = ("SESSIONDATE", "PDQSESSIONDATE", "DATE", "VISITDATE", "INFODT", "ASSESSMENTDATE")
 _PATIENT_RE = re.compile(r"\bpatient (\d+)\b")
@@ -33,12 +33,12 @@ def _instrument(file_kind: str, message: str) -> str:
 
 def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per rejected session row (error issues with a row number), in file and row order."""
-    from kb_store.ingest import _expand, detect_format
-    from kb_store.ingest_generic import read_table
+    from kb_store.csv_table import read_table
+    from kb_store.ingest import detect_format, expand_paths
     from kb_store.ingest_marag import marag_kind
 
     tables = {}
-    for path, _explicit in _expand(list(paths)):
+    for path, _explicit in expand_paths(list(paths)):
         t = read_table(path)
         kind = detect_format(t) or ""
         if kind == "marag":

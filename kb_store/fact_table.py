@@ -25,7 +25,6 @@ generation). Server mode (Chroma server, table on shared storage): ``<kb_dir>/fa
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -40,13 +39,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kb_store.documents import KBDoc
+from kb_store.generations import GEN_PREFIX, live_generation, next_generation, switch_pointer
 from kb_store.profiles import DOMAINS
 
 TABLE_FILE = "sessions.parquet"
 FACTS_DIR = "facts"  # server mode: <kb_dir>/facts/{CURRENT, gen-N/}
-POINTER = "CURRENT"
 MANIFEST = "manifest.json"
-GEN_PREFIX = "gen-"
 META_KEY = b"marag"
 FORMAT_VERSION = 1
 STAMP_GENERATION = "marag_generation"  # Chroma collection metadata keys
@@ -276,13 +274,7 @@ def facts_root(kb_dir: str | Path) -> Path:
 
 
 def current_facts_generation(kb_dir: str | Path) -> Path | None:
-    root = facts_root(kb_dir)
-    try:
-        name = (root / POINTER).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    gen = root / name
-    return gen if name.startswith(GEN_PREFIX) and gen.is_dir() else None
+    return live_generation(facts_root(kb_dir))
 
 
 def read_entry(gen: Path) -> dict[str, Any]:
@@ -300,12 +292,7 @@ def stage_facts_generation(kb_dir: str | Path, docs: Sequence[KBDoc]) -> tuple[P
     for stale in root.glob(f"{GEN_PREFIX}*"):  # leftovers of builds that died before publishing
         if live is None or stale.resolve() != live.resolve():
             shutil.rmtree(stale, ignore_errors=True)
-    nums = [
-        int(m.group(1))
-        for p in root.glob(f"{GEN_PREFIX}*")
-        if (m := re.fullmatch(rf"{GEN_PREFIX}(\d+)", p.name))
-    ]
-    gen = root / f"{GEN_PREFIX}{max(nums, default=0) + 1:06d}"
+    gen = next_generation(root)
     try:
         entry = write_table(gen, docs, gen.name)
         (gen / MANIFEST).write_text(json.dumps({"fact_table": entry}, indent=1), encoding="utf-8")
@@ -322,19 +309,3 @@ def publish_facts_generation(kb_dir: str | Path, gen: Path) -> None:
     switch_pointer(root, gen.name)
     if old is not None and old.resolve() != gen.resolve():
         shutil.rmtree(old, ignore_errors=True)
-
-
-def switch_pointer(directory: Path, name: str) -> None:
-    """Write `directory/CURRENT` = name: temp file, fsync, os.replace, fsync of the directory."""
-    tmp = directory / f".{POINTER}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(name + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, directory / POINTER)
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -17,11 +17,13 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from kb_store.ingest_generic import Table, looks_generic, parse_generic, read_table
+from kb_store.csv_table import Table, read_table
+from kb_store.ingest_generic import looks_generic, parse_generic
 from kb_store.ingest_marag import marag_kind, parse_marag
-from kb_store.ingest_ppmi import looks_ppmi, parse_ppmi
+from kb_store.ingest_ppmi import parse_ppmi
 from kb_store.ingest_report import BLOCKING_RULES, IngestResult
 from kb_store.model import Session, ValidationIssue
+from kb_store.ppmi_parts import looks_ppmi
 from kb_store.validation import (
     IngestError,
     issue,
@@ -71,7 +73,7 @@ def _one_line(text: str, limit: int = 40) -> str:
     return out if len(out) <= limit else out[:limit] + "..."
 
 
-def _expand(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
+def expand_paths(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
     """(file, named explicitly) pairs; a folder contributes its .csv/.txt/.tsv files (sorted, not
     recursive, hidden files skipped). A file reached twice (named twice, or named and inside a
     named folder) is read once."""
@@ -117,7 +119,7 @@ def load_sources(
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
     today = today or dt.date.today()
-    files = _expand(paths)
+    files = expand_paths(paths)
     issues: list[ValidationIssue] = []
     sessions: list[Session] = []
     tables: list[tuple[Table, str]] = []
@@ -128,42 +130,9 @@ def load_sources(
     for path, explicit in files:
         table = read_table(path, names[path])
         read.append(table)
-        kind = detect_format(table) if fmt == "auto" else fmt
-        if kind == "marag" and marag_kind(table) is None:
-            kind = None
-        if kind == "ppmi" and not looks_ppmi(table):
-            kind = None
-        if fmt == "generic" and (marag_kind(table) or looks_ppmi(table)):
-            other = "a MA-RAG study CSV" if marag_kind(table) else "a PPMI export"
-            raise IngestError(
-                f"{path}: --format generic, but the headers are those of {other}; use --format auto"
-            )
+        kind = _file_kind(path, table, fmt)
         if kind is None:
-            expected = "a generic session CSV, a MA-RAG study CSV or a PPMI MDS-UPDRS export"
-            if fmt != "auto":
-                expected = {
-                    "marag": "a MA-RAG study CSV",
-                    "ppmi": "a PPMI export (PATNO, EVENT_ID)",
-                }[fmt]
-            heads = ", ".join(_one_line(h) for h in table.header[:8]) + (
-                ", ..." if len(table.header) > 8 else ""
-            )
-            if explicit:
-                # the header cells are file content: named by count only (a server path may point
-                # at any text file; its content must not reach an error message)
-                raise IngestError(
-                    f"{path}: cannot detect the format: not {expected} (judged by its "
-                    f"{len(table.header)} header names)"
-                )
-            issues.append(
-                issue(
-                    table.name,
-                    None,
-                    None,
-                    "unrecognised_file",
-                    f"headers [{heads}] are not {expected}; file skipped ({len(table.rows)} rows)",
-                )
-            )
+            issues.append(_unrecognised_file(path, table, fmt, explicit))
             skipped.append(table.name)
             continue
         if kind == "ppmi":
@@ -183,16 +152,7 @@ def load_sources(
         sessions += s
         issues += i
         for t in not_parts:
-            issues.append(
-                issue(
-                    t.name,
-                    None,
-                    None,
-                    "unrecognised_file",
-                    f"a PPMI file that is no MDS-UPDRS part (by name or columns); skipped "
-                    f"({len(t.rows)} rows)",
-                )
-            )
+            issues.append(_not_a_ppmi_part(t))
             skipped.append(t.name)
         tables = [(t, k) for t, k in tables if t not in not_parts]
     for t in read:
@@ -206,6 +166,61 @@ def load_sources(
     issues += _account_rows(tables, sessions, issues)
     stats = _stats(tables, sessions, issues, visit_window_days, skipped)
     return IngestResult(sessions, issues, stats)
+
+
+def _file_kind(path: Path, table: Table, fmt: str) -> str | None:
+    """The format of one file under the requested `fmt` ('auto' detects), or None when the file
+    matches no format. `--format generic` on a MA-RAG or PPMI file is an error."""
+    kind = detect_format(table) if fmt == "auto" else fmt
+    if kind == "marag" and marag_kind(table) is None:
+        kind = None
+    if kind == "ppmi" and not looks_ppmi(table):
+        kind = None
+    if fmt == "generic" and (marag_kind(table) or looks_ppmi(table)):
+        other = "a MA-RAG study CSV" if marag_kind(table) else "a PPMI export"
+        raise IngestError(
+            f"{path}: --format generic, but the headers are those of {other}; use --format auto"
+        )
+    return kind
+
+
+def _unrecognised_file(path: Path, table: Table, fmt: str, explicit: bool) -> ValidationIssue:
+    """The issue of a file in a folder that matches no format (skipped); a file named explicitly
+    raises `IngestError` instead."""
+    expected = "a generic session CSV, a MA-RAG study CSV or a PPMI MDS-UPDRS export"
+    if fmt != "auto":
+        expected = {
+            "marag": "a MA-RAG study CSV",
+            "ppmi": "a PPMI export (PATNO, EVENT_ID)",
+        }[fmt]
+    heads = ", ".join(_one_line(h) for h in table.header[:8]) + (
+        ", ..." if len(table.header) > 8 else ""
+    )
+    if explicit:
+        # the header cells are file content: named by count only (a server path may point
+        # at any text file; its content must not reach an error message)
+        raise IngestError(
+            f"{path}: cannot detect the format: not {expected} (judged by its "
+            f"{len(table.header)} header names)"
+        )
+    return issue(
+        table.name,
+        None,
+        None,
+        "unrecognised_file",
+        f"headers [{heads}] are not {expected}; file skipped ({len(table.rows)} rows)",
+    )
+
+
+def _not_a_ppmi_part(table: Table) -> ValidationIssue:
+    return issue(
+        table.name,
+        None,
+        None,
+        "unrecognised_file",
+        f"a PPMI file that is no MDS-UPDRS part (by name or columns); skipped "
+        f"({len(table.rows)} rows)",
+    )
 
 
 def _account_rows(

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from kb_store.csv_table import Table
 from kb_store.dates import DateParseError, parse_date
-from kb_store.ingest_generic import (
+from kb_store.ingest_rows import (
     InstrumentColumns,
-    Table,
     build_row_sessions,
     item_columns,
     missing_column_issues,
@@ -90,7 +90,30 @@ def parse_marag(table: Table, *, today: dt.date) -> tuple[list[Session], list[Va
     extra_map = UPDRS_EXTRA if kind == "updrs" else PDQ8_EXTRA
     extra_cols = {key: cols[n] for n, key in extra_map.items() if n in cols}
     used = {pid_col, date_col, *item_cols.values(), *extra_cols.values()}
-    paired: list[str] = []
+    issues += _unused_column_issues(table, kind, used, dup)
+    inst = [InstrumentColumns(profile, item_cols)]
+    sessions: list[Session] = []
+    for rownum, cells in table.rows:
+        pid, parsed, key_issues = read_key_cells(table, rownum, cells, pid_col, date_col, today)
+        if key_issues:
+            issues += key_issues
+            continue
+        assert pid is not None and parsed is not None
+        extra = _row_extra(kind, extra_cols, cells)
+        outcome = build_row_sessions(table, rownum, cells, pid, parsed, date_col, inst, extra)
+        issues += outcome.issues
+        for s in outcome.sessions:
+            issues += _check_totals(table, rownum, s, kind)
+        sessions += outcome.sessions
+    return sessions, issues
+
+
+def _unused_column_issues(
+    table: Table, kind: str, used: set[int], dup: list[int]
+) -> list[ValidationIssue]:
+    """Issues for the columns not read: the paired UPDRS items of a PDQ-8 file, second columns
+    of an item, and unknown columns. `used` holds the columns read (it is extended here)."""
+    issues: list[ValidationIssue] = []
     if kind == "pdq8":
         paired_lookup = load_profile(UPDRS_PROFILE).lookup()
         paired = [
@@ -133,35 +156,27 @@ def parse_marag(table: Table, *, today: dt.date) -> tuple[list[Session], list[Va
                     f"not a column of the MA-RAG {kind} file; values ignored",
                 )
             )
-    inst = [InstrumentColumns(profile, item_cols)]
-    sessions: list[Session] = []
-    for rownum, cells in table.rows:
-        pid, parsed, key_issues = read_key_cells(table, rownum, cells, pid_col, date_col, today)
-        if key_issues:
-            issues += key_issues
+    return issues
+
+
+def _row_extra(kind: str, extra_cols: dict[str, int], cells: list[str]) -> dict:
+    """The study columns of one row kept in Session.extra (dates as ISO, numbers as numbers)."""
+    extra: dict = {"source_format": f"marag-{kind}"}
+    for key, idx in extra_cols.items():
+        raw = cells[idx].strip()
+        if is_blank(raw):
             continue
-        assert pid is not None and parsed is not None
-        extra: dict = {"source_format": f"marag-{kind}"}
-        for key, idx in extra_cols.items():
-            raw = cells[idx].strip()
-            if is_blank(raw):
-                continue
-            if key == "UPDRS_SESSION_DATE":
-                try:
-                    extra[key] = parse_date(raw).date.isoformat()
-                except DateParseError:
-                    extra[key] = raw
-            elif key in NUMERIC_EXTRA:
-                num = _number(raw)
-                extra[key] = raw if num is None else (int(num) if num.is_integer() else num)
-            else:
+        if key == "UPDRS_SESSION_DATE":
+            try:
+                extra[key] = parse_date(raw).date.isoformat()
+            except DateParseError:
                 extra[key] = raw
-        outcome = build_row_sessions(table, rownum, cells, pid, parsed, date_col, inst, extra)
-        issues += outcome.issues
-        for s in outcome.sessions:
-            issues += _check_totals(table, rownum, s, kind)
-        sessions += outcome.sessions
-    return sessions, issues
+        elif key in NUMERIC_EXTRA:
+            num = _number(raw)
+            extra[key] = raw if num is None else (int(num) if num.is_integer() else num)
+        else:
+            extra[key] = raw
+    return extra
 
 
 def _check_totals(table: Table, rownum: int, s: Session, kind: str) -> list[ValidationIssue]:

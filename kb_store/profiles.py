@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
@@ -80,7 +80,7 @@ class Profile:
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
     def item(self, code: str) -> Item:
-        return self._by_code()[code]
+        return self._by_code[code]
 
     def items_of(self, domain: str) -> tuple[Item, ...]:
         return tuple(i for i in self.items if i.domain == domain)
@@ -97,22 +97,15 @@ class Profile:
                 out[normalise_column(name)] = i
         return out
 
+    @cached_property
     def _by_code(self) -> dict[str, Item]:
-        return _items_by_code(self.name, self.items)
+        """Code -> item, built on first use and kept on the (immutable) profile."""
+        return {i.code: i for i in self.items}
 
 
 def normalise_column(name: str) -> str:
     """Case-, space- and punctuation-insensitive key for matching CSV headers to item codes."""
     return "".join(ch for ch in str(name).upper() if ch.isalnum())
-
-
-_BY_CODE: dict[str, dict[str, Item]] = {}
-
-
-def _items_by_code(name: str, items: tuple[Item, ...]) -> dict[str, Item]:
-    if name not in _BY_CODE:
-        _BY_CODE[name] = {i.code: i for i in items}
-    return _BY_CODE[name]
 
 
 @cache

@@ -62,6 +62,7 @@ class InMemoryKB:
         self, granularities: Sequence[str] = ("session", "note"), *, embeddings: bool = False
     ) -> list[tuple[KBDoc, None]]:
         """Every document of the given granularities (no stored embeddings in memory)."""
+        del embeddings  # nothing stored to return: every document comes with None
         wanted = set(granularities)
         docs = [d for d in self._docs.values() if d.metadata.get("granularity") in wanted]
         return [(d, None) for d in sorted(docs, key=lambda d: d.id)]

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from kb_store.defaults import DEFAULT_COLLECTION
 
 if TYPE_CHECKING:  # pragma: no cover - types only; chroma_kb loads Chroma
-    from kb_store.chroma_kb import BuildStats, ChromaKB
+    from kb_store.chroma_kb import BuildStats
+    from kb_store.chroma_reader import ChromaKB
     from kb_store.model import Session
 
 
@@ -34,13 +35,13 @@ class KBSettings:
         return self.chroma_url or str(self.kb_dir)
 
     def exists(self) -> bool:
-        from kb_store.chroma_kb import kb_exists
+        from kb_store.kb_location import kb_exists
 
         return kb_exists(self.kb_dir, collection=self.collection, chroma_url=self.chroma_url)
 
     def open(self) -> ChromaKB:
         """The reader over the live KB; raises KBMissingError when there is none."""
-        from kb_store.chroma_kb import open_kb
+        from kb_store.chroma_reader import open_kb
 
         return open_kb(
             self.kb_dir,

@@ -39,6 +39,7 @@ Every other date is ISO (2021-03-15).
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -160,9 +161,28 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
         raise ValueError(f"patients and visits must be >= 1 (got {patients}, {visits})")
     rng = np.random.default_rng(seed)
     P, V = patients, visits
-    ids = np.arange(1, P + 1)
+    # the steps draw from `rng` in this order; reordering them changes every cohort
+    desc = _descriptors(rng, P)
+    day, years = _visit_days(rng, P, V)
+    targets = _domain_targets(rng, desc.z, years, P, V)
+    _deliberate_targets(targets, desc.hy, P, V)
+    items = _item_scores(rng, targets, P, V)
+    _deliberate_items(items, P, V)
+    return _assemble(desc, day, items, P, V)
 
-    # --- patient descriptors -------------------------------------------------------------------
+
+@dataclass
+class _Descriptors:
+    """Per-patient draws: latent severity and the descriptor columns."""
+
+    z: np.ndarray  # latent severity
+    sex: np.ndarray
+    age: np.ndarray
+    duration: np.ndarray
+    hy: np.ndarray
+
+
+def _descriptors(rng: np.random.Generator, P: int) -> _Descriptors:
     z = rng.standard_normal(P)  # latent severity
     n_female = int(round(P * 9 / 44))
     sex = np.array(["M"] * P, dtype=object)
@@ -172,16 +192,23 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
     duration = rng.gamma(2.5, 1.0, P) * np.exp(0.35 * z)
     duration = np.clip(np.round(duration / duration.mean() * 4.3, 1), 0.3, 25.0)
     hy = np.where(z < -0.6, 1, np.where(z < 0.9, 2, 3)).astype(int)
+    return _Descriptors(z, sex, age, duration, hy)
 
-    # --- visit timing ------------------------------------------------------------------------
-    start = dt.date(2021, 1, 4)
+
+def _visit_days(rng: np.random.Generator, P: int, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """(day offset of each visit from the start date, years since the patient's first visit)."""
     base_day = rng.integers(0, 540, P)
     jitter = rng.integers(-5, 6, (P, V))
     jitter[:, 0] = 0
     day = base_day[:, None] + VISIT_SPACING_DAYS * np.arange(V)[None, :] + jitter  # (P, V)
     years = (day - day[:, :1]) / 365.25
+    return day, years
 
-    # --- latent domain targets (P, V) ----------------------------------------------------------
+
+def _domain_targets(
+    rng: np.random.Generator, z: np.ndarray, years: np.ndarray, P: int, V: int
+) -> dict[str, np.ndarray]:
+    """Latent domain totals (P, V): baseline, per-patient rate and visit noise."""
     targets: dict[str, np.ndarray] = {}
     for dom in (*UPDRS_DOMAINS, "qol"):
         mean, sd = BASELINE[dom]
@@ -190,6 +217,11 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
         rate = RATE_PER_YEAR[dom] * (1 + 0.5 * rng.standard_normal(P) + 0.3 * z)
         noise = NOISE_SD[dom] * rng.standard_normal((P, V))
         targets[dom] = base[:, None] + rate[:, None] * years + noise
+    return targets
+
+
+def _deliberate_targets(targets: dict[str, np.ndarray], hy: np.ndarray, P: int, V: int) -> None:
+    """The documented trajectory cases (incongruent, improving, worsening, postural), in place."""
     k = np.arange(V)
     if P >= INCONGRUENT:
         i = INCONGRUENT - 1
@@ -208,7 +240,11 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
     if P >= POSTURAL:
         hy[POSTURAL - 1] = 3
 
-    # --- item allocation -------------------------------------------------------------------------
+
+def _item_scores(
+    rng: np.random.Generator, targets: dict[str, np.ndarray], P: int, V: int
+) -> dict[str, np.ndarray]:
+    """Item scores (P, V, items) per domain whose sums are the rounded domain targets."""
     items: dict[str, np.ndarray] = {}
     side = rng.integers(0, 2, P)  # 0: right more affected, 1: left
     for dom in (*UPDRS_DOMAINS, "qol"):
@@ -226,8 +262,12 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
         cap = np.array([ITEM_CAPS.get(c, 4) for c in codes])
         total = np.minimum(total, int(cap.sum()))
         items[dom] = allocate(total, vw, cap).reshape(P, V, n)
+    return items
 
-    # --- deliberate item-level cases -------------------------------------------------------------
+
+def _deliberate_items(items: dict[str, np.ndarray], P: int, V: int) -> None:
+    """The documented item-level cases (blank non-motor visit, hallucinations, postural
+    instability, PDQ-8 red flag), in place."""
     nm_codes, mo_codes, q_codes = item_codes("nonmotor"), item_codes("motor"), item_codes("qol")
     if P >= INCONGRUENT and V >= 2:
         items["nonmotor"][INCONGRUENT - 1, 1, :] = 0
@@ -242,7 +282,13 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
     if P >= PDQ_RED and V >= 2:
         items["qol"][PDQ_RED - 1, 1, q_codes.index("PDQ8_3")] = 4
 
-    # --- assemble rows -------------------------------------------------------------------------
+
+def _assemble(
+    desc: _Descriptors, day: np.ndarray, items: dict[str, np.ndarray], P: int, V: int
+) -> pd.DataFrame:
+    """The rows in the generic CSV layout, with the missed visit and the blank PDQ-8 session."""
+    start = dt.date(2021, 1, 4)
+    ids = np.arange(1, P + 1)
     data: dict[str, np.ndarray] = {
         "proj_id": np.repeat(ids, V),
         "date": np.array(
@@ -256,10 +302,10 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
             ],
             dtype=object,
         ),
-        "sex": np.repeat(sex, V),
-        "age": np.repeat(age, V),
-        "hoehn_yahr": np.repeat(hy, V),
-        "disease_duration_years": np.repeat(duration, V),
+        "sex": np.repeat(desc.sex, V),
+        "age": np.repeat(desc.age, V),
+        "hoehn_yahr": np.repeat(desc.hy, V),
+        "disease_duration_years": np.repeat(desc.duration, V),
     }
     for dom in (*UPDRS_DOMAINS, "qol"):
         flat = items[dom].reshape(P * V, -1)
@@ -272,7 +318,7 @@ def generate(patients: int = 44, visits: int = 4, seed: int = 7) -> pd.DataFrame
     if P >= MISSED_VISIT and V >= 3:
         keep[(MISSED_VISIT - 1) * V + 2] = False
     if P >= MISSING_PDQ8 and V >= 2:
-        df.loc[(MISSING_PDQ8 - 1) * V + 1, q_codes] = pd.NA
+        df.loc[(MISSING_PDQ8 - 1) * V + 1, item_codes("qol")] = pd.NA
     return df[keep].reset_index(drop=True)[columns()]
 
 

@@ -314,7 +314,7 @@ def duplicate_key(s: Session) -> tuple:
 def reject_duplicates(sessions: list[Session]) -> tuple[list[Session], list[ValidationIssue]]:
     """Reject a session identical (same items) to an earlier one of the same patient, date,
     instrument and condition. Same-day sessions whose items differ are separate assessments:
-    kept here, ordered by source row and warned about by kb_store.visits (issue 11)."""
+    kept here, ordered by source row and warned about by kb_store.visits."""
     first: dict[tuple, Session] = {}
     kept: list[Session] = []
     issues: list[ValidationIssue] = []

@@ -11,8 +11,8 @@ The rule (docs/data-ingest.md "Visits"):
 3. Two sessions of the SAME instrument (and condition) are never merged: the second opens a new visit
    even when it falls inside the window (reported as info `same_instrument_in_window`). Two on the
    SAME day whose items differ (identical ones were rejected as duplicates) are separate
-   assessments in source-row order, reported as the warning `same_day_sessions` (issue 11). A PPMI OFF and
-   ON exam of one event are different conditions, so they share a visit.
+   assessments in source-row order, reported as the warning `same_day_sessions`. A PPMI OFF and ON
+   exam of one event are different conditions, so they share a visit.
 4. Visits are numbered 1..N_p in date order (1 = baseline).
 Every join across different dates is reported as an info line (same-day joins are only counted, in
 the ingest stats), so the effect of the window is visible.

@@ -53,7 +53,8 @@ def kb_identity(cfg: Config) -> tuple[str | None, str | None]:
     the SHA-256 of its {document id: content hash} map; a Chroma server names its collection."""
     if cfg.chroma_url:
         return f"{cfg.chroma_url}#{cfg.collection}", None
-    from kb_store.chroma_kb import HASHES, current_generation
+    from kb_store.chroma_layout import HASHES
+    from kb_store.kb_location import current_generation
 
     gen = current_generation(cfg.kb_dir)
     if gen is None:

@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     qset = json.loads(QUERY_FILE.read_text(encoding="utf-8"))
     if args.kb_dir:
-        from kb_store.chroma_kb import open_kb
+        from kb_store.chroma_reader import open_kb
 
         index = SearchIndex.from_kb(open_kb(args.kb_dir, embedding="minilm"))
     else:

@@ -67,7 +67,8 @@ def test_ask_records_who_what_and_from_which_kb(env, capsys, monkeypatch, kb_dir
     shown = _json(capsys, ["audit", "show", "1", "--json"])
     assert shown["result"] == json.loads(json.dumps(out))  # the result exactly as released
     assert shown["result_hash"] == sha256(canonical(out))
-    from kb_store.chroma_kb import HASHES, current_generation
+    from kb_store.chroma_layout import HASHES
+    from kb_store.kb_location import current_generation
 
     gen = current_generation(kb_dir)
     assert shown["kb_generation"] == gen.name

@@ -145,6 +145,6 @@ def test_build_builds_the_validated_files_only(real_app, tmp_path, monkeypatch):
     at.button(key="validate").click().run()
     at.button(key="build").click().run()
     assert not at.exception, at.exception
-    from kb_store.chroma_kb import open_kb
+    from kb_store.chroma_reader import open_kb
 
     assert open_kb(tmp_path / "kb", embedding="hashing").patient_ids() == [7, 8]

@@ -8,7 +8,7 @@ from fakes import FakeLLM
 
 from engine.config import Config
 from engine.engine_factory import open_engine
-from kb_store.chroma_kb import KBMissingError
+from kb_store.kb_location import KBMissingError
 
 
 def test_given_kb_and_facts_backend():

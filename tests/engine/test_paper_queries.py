@@ -140,7 +140,8 @@ def test_cohort_highest(engine, sessions):
 
 def test_through_chroma_kb_and_cli(sessions, tmp_path, capsys, engine):
     from engine.cli import main
-    from kb_store.chroma_kb import build_kb, open_kb
+    from kb_store.chroma_kb import build_kb
+    from kb_store.chroma_reader import open_kb
 
     build_kb(sessions, tmp_path, embedding="hashing")
     kb = open_kb(tmp_path, embedding="hashing")

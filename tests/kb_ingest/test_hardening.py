@@ -10,7 +10,7 @@ import pytest
 
 from engine.cli import main
 from kb_store import dates
-from kb_store.chroma_kb import open_kb
+from kb_store.chroma_reader import open_kb
 from kb_store.ingest import load_sources
 
 

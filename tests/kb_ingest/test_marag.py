@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from kb_store.csv_table import read_table
 from kb_store.ingest import load_sources
-from kb_store.ingest_generic import read_table
 from kb_store.ingest_report import format_report, report_dict
 
 TODAY = dt.date(2026, 1, 1)

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from kb_store.ingest import load_sources
-from kb_store.ingest_ppmi import part_from_name
+from kb_store.ppmi_parts import part_from_name
 from kb_store.profiles import load_profile
 
 PROF = load_profile("mds-updrs")

@@ -10,10 +10,13 @@ import fcntl
 import pandas as pd
 import pytest
 
-from kb_store import chroma_kb, synth
-from kb_store.chroma_kb import BuildStats, KBBusyError, KBMissingError, build_kb, kb_exists, open_kb
+from kb_store import chroma_kb, chroma_reader, kb_lock, synth
+from kb_store.chroma_kb import BuildStats, build_kb
+from kb_store.chroma_reader import open_kb
 from kb_store.documents import build_documents
 from kb_store.embeddings import HashingEmbeddingFunction
+from kb_store.kb_location import KBMissingError, kb_exists
+from kb_store.kb_lock import KBBusyError
 from kb_store.model import Session, SourceRef
 
 UPDRS = synth.item_codes("nonmotor") + synth.item_codes("adl") + synth.item_codes("motor")
@@ -108,7 +111,7 @@ def test_ids_deterministic(tmp_path, base_sessions):
     build_kb(fresh(base_sessions), tmp_path / "a", embedding="hashing")
     build_kb(fresh(base_sessions), tmp_path / "b", embedding="hashing")
     ids = [
-        sorted(chroma_kb.ChromaKB(tmp_path / k, embedding="hashing")._collection().get()["ids"])
+        sorted(chroma_reader.ChromaKB(tmp_path / k, embedding="hashing")._collection().get()["ids"])
         for k in "ab"
     ]
     assert ids[0] == ids[1] == sorted(d.id for d in build_documents(base_sessions))
@@ -212,7 +215,7 @@ def test_open_reader_follows_rebuild(tmp_path, base_sessions):
 
 def test_missing_kb_and_exists(tmp_path):
     assert not kb_exists(tmp_path / "nope")
-    assert not chroma_kb.ChromaKB.exists(tmp_path / "nope")
+    assert not chroma_reader.ChromaKB.exists(tmp_path / "nope")
     with pytest.raises(KBMissingError, match="marag kb build"):
         open_kb(tmp_path / "nope", embedding="hashing")
     assert issubclass(KBMissingError, FileNotFoundError)
@@ -220,7 +223,7 @@ def test_missing_kb_and_exists(tmp_path):
 
 def test_second_writer_is_refused(tmp_path, base_sessions):
     tmp_path.mkdir(exist_ok=True)
-    with open(tmp_path / chroma_kb.LOCK, "a+") as fh:
+    with open(tmp_path / kb_lock.LOCK, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         with pytest.raises(KBBusyError, match="one writer"):
             build_kb(fresh(base_sessions), tmp_path, embedding="hashing")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kb_store import synth
-from kb_store.chroma_kb import open_kb
+from kb_store.chroma_reader import open_kb
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,9 @@ import pytest
 from engine.config import Config
 from engine.pipeline import Engine
 from engine.types import Plan
-from kb_store import fact_table, synth
-from kb_store.chroma_kb import build_kb, open_kb
+from kb_store import fact_table, generations, synth
+from kb_store.chroma_kb import build_kb
+from kb_store.chroma_reader import open_kb
 from kb_store.documents import build_documents
 from kb_store.embeddings import HashingEmbeddingFunction
 from kb_store.fact_table import FactTableError, FactTableMismatchError
@@ -217,7 +218,7 @@ def test_server_mode_table_on_shared_storage(chroma_server, tmp_path, sessions):
 
     # a table that does not belong to the collection (e.g. a stale copy) is refused
     stale, _ = fact_table.stage_facts_generation(shared, build_documents(_copy(sessions)))
-    fact_table.switch_pointer(fact_table.facts_root(shared), stale.name)
+    generations.switch_pointer(fact_table.facts_root(shared), stale.name)
     with pytest.raises(FactTableMismatchError, match="collection metadata"):
         open_kb(shared, embedding="hashing", **kw).fact_table()
     # the next build repairs it without embedding

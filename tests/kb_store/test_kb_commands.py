@@ -9,7 +9,7 @@ import pytest
 
 from engine.cli import main
 from kb_store import synth
-from kb_store.chroma_kb import open_kb
+from kb_store.chroma_reader import open_kb
 
 pytest.importorskip("kb_store.ingest")
 

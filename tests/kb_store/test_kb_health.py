@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from kb_store import chroma_kb
+from kb_store import chroma_kb, kb_lock
 from kb_store import kb_cli as kb_commands
-from kb_store.chroma_kb import open_kb
+from kb_store.chroma_reader import open_kb
 from kb_store.embeddings import HashingEmbeddingFunction
 
 
@@ -103,7 +103,7 @@ def test_partial_generation_of_a_killed_build_is_removed(kb, capsys, tmp_path):
 def test_build_lock_is_taken_before_ingest(kb, capsys, monkeypatch):
     called = []
     monkeypatch.setattr(kb_commands, "load", lambda *a, **k: called.append(1))
-    with open(kb / chroma_kb.LOCK, "a+") as fh:
+    with open(kb / kb_lock.LOCK, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         rc, _, err = run(capsys, "kb", "build", *args(kb))
     assert rc == 2 and "another process is building" in err and called == []

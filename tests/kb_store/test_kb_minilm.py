@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from kb_store import synth
-from kb_store.chroma_kb import build_kb, open_kb
+from kb_store.chroma_kb import build_kb
+from kb_store.chroma_reader import open_kb
 from kb_store.embeddings import MiniLMEmbeddingFunction
 from kb_store.minilm import minilm_model_dir
 

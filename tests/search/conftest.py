@@ -27,7 +27,7 @@ def marag_kb_dir(tmp_path_factory, marag_sessions):
 
 @pytest.fixture(scope="session")
 def marag_kb(marag_kb_dir):
-    from kb_store.chroma_kb import open_kb
+    from kb_store.chroma_reader import open_kb
 
     return open_kb(marag_kb_dir, embedding="hashing")
 

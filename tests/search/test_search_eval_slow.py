@@ -10,7 +10,8 @@ import pytest
 
 from engine.search import SearchIndex
 from engine.search.evaluation import QUERY_FILE, evaluate, markdown_table
-from kb_store.chroma_kb import build_kb, open_kb
+from kb_store.chroma_kb import build_kb
+from kb_store.chroma_reader import open_kb
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,264 @@
+"""The CSV table reader every ingest format shares: bytes -> header + numbered rows.
+
+Owns `Table` and `read_table`. It handles a UTF-8 BOM, UTF-16 and Windows-1252 files, CRLF/CR/LF
+line ends, ',' ';' or tab delimiters, duplicate header names (renamed `NAME.1`, `NAME.2` as pandas
+does, so a raw duplicate `SPEECH_PROB` header and a pandas-written `SPEECH_PROB.1` read the same),
+blank lines (skipped, counted), short and long rows (padded / cut, with a warning) and a stray quote
+that merged lines (the opening row rejected, the swallowed lines read as rows of their own). Row
+numbers are spreadsheet rows: header = row 1. A file that cannot be read at all raises `IngestError`
+with one line naming the file. Kept apart from the formats (kb_store.ingest_generic, ingest_marag,
+ingest_ppmi) because all of them, and the exclusion list (kb_store.exclusions), read files with it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_store.dates import DateOrder
+from kb_store.model import ValidationIssue
+from kb_store.profiles import normalise_column
+from kb_store.validation import IngestError, issue
+
+
+@dataclass
+class Table:
+    path: Path
+    name: str  # file name used in reports and SourceRef
+    header: list[str]
+    rows: list[tuple[int, list[str]]]  # (spreadsheet row number, cells padded/truncated to header)
+    blank_rows: int = 0
+    issues: list[ValidationIssue] = field(default_factory=list)
+    #: physical lines of the file, and how they were used: `lines == header_lines + row_lines`
+    #: (row_lines counts data, blank and broken rows' lines) is checked by kb_store.ingest.
+    lines: int = 0
+    header_lines: int = 0
+    row_lines: int = 0
+    #: issues found while the format parser reads rows (date order of a column), collected by
+    #: kb_store.ingest after parsing
+    late_issues: list[ValidationIssue] = field(default_factory=list)
+    #: rows rejected while reading (broken quote); their issue is in `issues`
+    broken_rows: list[int] = field(default_factory=list)
+    date_orders: dict[int, DateOrder] = field(default_factory=dict)
+
+    def columns(self) -> dict[str, int]:
+        """Normalised header name -> index of its first occurrence."""
+        out: dict[str, int] = {}
+        for i, h in enumerate(self.header):
+            out.setdefault(normalise_column(h), i)
+        return out
+
+    def find(self, aliases: Sequence[str]) -> int | None:
+        cols = self.columns()
+        for a in aliases:
+            idx = cols.get(normalise_column(a))
+            if idx is not None:
+                return idx
+        return None
+
+
+def _utf16(data: bytes) -> str | None:
+    """'utf-16' (with BOM), 'utf-16-le' or 'utf-16-be' when the bytes look like UTF-16 text."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    sample = data[:4096]
+    if len(sample) >= 4 and len(sample) % 2 == 0:
+        even, odd = sample[0::2], sample[1::2]
+        if odd.count(0) > 0.9 * len(odd) and even.count(0) < 0.1 * len(even):
+            return "utf-16-le"
+        if even.count(0) > 0.9 * len(even) and odd.count(0) < 0.1 * len(odd):
+            return "utf-16-be"
+    return None
+
+
+def _decode(path: Path, data: bytes) -> tuple[str, str]:
+    """The text and the encoding it was read with ('' for UTF-8)."""
+    enc = _utf16(data)
+    if enc:
+        try:
+            return data.decode(enc).lstrip("\ufeff"), "UTF-16"
+        except UnicodeDecodeError as exc:
+            raise IngestError(
+                f"{path}: cannot read: looks like UTF-16 text but does not decode ({exc.reason} "
+                f"at byte {exc.start}); save it as UTF-8"
+            ) from None
+    if b"\x00" in data:
+        raise IngestError(f"{path}: cannot read: binary content (NUL bytes), not a CSV text file")
+    try:
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252"), "Windows-1252"
+    except UnicodeDecodeError as exc:
+        raise IngestError(
+            f"{path}: cannot read: neither UTF-8 nor Windows-1252 text ({exc})"
+        ) from None
+
+
+def _dedupe_header(raw: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for i, h in enumerate(raw):
+        name = h.strip().lstrip("\ufeff") or f"Unnamed: {i}"
+        if name in seen:
+            seen[name] += 1
+            new = f"{name}.{seen[name]}"
+            while new in seen:
+                seen[name] += 1
+                new = f"{name}.{seen[name]}"
+            name = new
+        seen.setdefault(name, 0)
+        out.append(name)
+    return out
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+#: Largest cell read (csv's default, 128 KiB, rejects a whole file for one long summary cell)
+MAX_CELL_CHARS = 16 * 1024 * 1024
+
+
+def _records(p: Path, text: str, delimiter: str) -> Iterator[tuple[int, int, list[str]]]:
+    """(first physical line, last physical line, cells) of every CSV record, lines 1-based."""
+    if csv.field_size_limit() < MAX_CELL_CHARS:
+        csv.field_size_limit(MAX_CELL_CHARS)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    prev = 0
+    try:
+        for rec in reader:
+            yield prev + 1, reader.line_num, rec
+            prev = reader.line_num
+    except csv.Error as exc:
+        raise IngestError(f"{p}: cannot read as CSV (line {reader.line_num}): {exc}") from None
+
+
+def _merged_rows(lines: list[str], cells: int, delimiter: str, width: int) -> bool:
+    """True when a multi-line record swallowed lines that are rows of their own (a stray quote).
+
+    `lines` are the record's continuation lines. A line wholly inside the quoted cell (all but the
+    last) that, read alone, has at least half the header's cells is a swallowed row; so is the last
+    line when the record does not have the header's width (the cell closed at a quote inside a later
+    row, whose remaining cells were appended). A quoted line break inside a text cell leaves lines of
+    prose and a record of the header's width."""
+    need = max(2, (width + 1) // 2)
+
+    def row_like(ln: str) -> bool:
+        return len(next(csv.reader([ln], delimiter=delimiter, strict=False), [])) >= need
+
+    if any(row_like(ln) for ln in lines[:-1]):
+        return True
+    return cells != width and bool(lines) and row_like(lines[-1])
+
+
+def _fit(table: Table, n: int, rec: list[str], width: int) -> list[str]:
+    """Pad a short row / cut extra cells, with the warning that says so."""
+    if len(rec) < width:
+        table.issues.append(
+            issue(
+                table.name,
+                n,
+                None,
+                "short_row",
+                f"{len(rec)} cells for {width} columns; the absent cells are read as blank",
+            )
+        )
+        return rec + [""] * (width - len(rec))
+    if len(rec) > width:
+        extra = [c for c in rec[width:] if c.strip()]
+        if extra:
+            table.issues.append(
+                issue(
+                    table.name,
+                    n,
+                    None,
+                    "extra_cells",
+                    f"{len(rec)} cells for {width} columns; extra cells ignored: "
+                    f"{', '.join(repr(c[:20]) for c in extra[:3])}",
+                )
+            )
+        return rec[:width]
+    return rec
+
+
+def _split_broken_quote(
+    table: Table, physical: list[str], n: int, lines: tuple[int, int], delimiter: str
+) -> int:
+    """A stray quote swallowed the lines after `first`: reject the row that opened it (row `n`),
+    read every swallowed line as its own row, and let the build refuse (kb_store.ingest). Returns
+    the spreadsheet row number of the last line read."""
+    first, last = lines
+    width = len(table.header)
+    table.issues.append(
+        issue(
+            table.name,
+            n,
+            None,
+            "broken_quote",
+            f"line {first}: a quote opened here is closed only on line {last} (or never), "
+            f"so the CSV reader merged lines {first}-{last} into one row; this row is "
+            f"rejected and lines {first + 1}-{last} are read as rows of their own; fix "
+            "the quote in the file",
+        )
+    )
+    table.broken_rows.append(n)
+    table.row_lines += 1
+    for k in range(first + 1, last + 1):
+        n += 1
+        table.row_lines += 1
+        sub = next(csv.reader([physical[k - 1]], delimiter=delimiter, strict=False), [])
+        if not any(c.strip() for c in sub):
+            table.blank_rows += 1
+            continue
+        table.rows.append((n, _fit(table, n, sub, width)))
+    return n
+
+
+def read_table(path: str | Path, name: str | None = None) -> Table:
+    """Read one CSV file; raise `IngestError` (one line naming the file) when it cannot be read.
+    `name` keys the file in reports and sources (default: its base name)."""
+    p = Path(path)
+    name = name or p.name
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise IngestError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    text, encoding = _decode(p, data)
+    if not text.strip():
+        raise IngestError(f"{p}: cannot read: the file is empty (no header row)")
+    physical = _LINE_END.split(text)
+    if physical and physical[-1] == "":
+        physical.pop()  # the final line end closes the last line; it opens none
+    first_line = next((ln for ln in physical if ln.strip()), "")
+    delimiter = max((",", ";", "\t"), key=lambda d: (first_line.count(d), d == ","))
+    table = Table(p, name, [], [], lines=len(physical))
+    if encoding:
+        table.issues.append(issue(name, None, None, "encoding", f"decoded as {encoding}"))
+    header_at = None
+    n = 0  # spreadsheet row number of the record (blank records count, as a spreadsheet shows)
+    for first, last, rec in _records(p, text, delimiter):
+        n += 1
+        if header_at is None:
+            if any(c.strip() for c in rec):
+                header_at = n
+                table.header = _dedupe_header(rec)
+                table.header_lines = last  # with any blank lines above it
+            continue
+        if not any(c.strip() for c in rec):
+            table.blank_rows += 1
+            table.row_lines += last - first + 1
+            continue
+        width = len(table.header)
+        if last > first and _merged_rows(physical[first:last], len(rec), delimiter, width):
+            n = _split_broken_quote(table, physical, n, (first, last), delimiter)
+            continue
+        table.row_lines += last - first + 1
+        table.rows.append((n, _fit(table, n, rec, width)))
+    if header_at is None:
+        raise IngestError(f"{p}: cannot read: no header row")
+    return table
