@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
     _common(build)
-    audit_cli.add_user_flag(build)  # audit trail (issue 14)
+    audit_cli.add_user_flag(build)  # audit trail: the user recorded
     audit_cli.add_audit_db_flag(build)
     report = kb.add_parser(
         "report", help="print the validation report for sources without building"
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(ask)
     _llm_flags(ask)
-    audit_cli.add_user_flag(ask)  # audit trail (issue 14)
+    audit_cli.add_user_flag(ask)  # audit trail: the user recorded
     audit_cli.add_audit_db_flag(ask)
     audit_cli.add_parser(sub, _common)
 
@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chk.add_argument("--json", action="store_true")
     _common(chk)
-    audit_cli.add_user_flag(chk)  # audit trail (issue 14): a check is a release action
+    audit_cli.add_user_flag(chk)  # audit trail: a check is a release action
     audit_cli.add_audit_db_flag(chk)
 
     ev = sub.add_parser("eval", help="run the evaluation harness (baselines vs product)")
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             before = audit_cli.kb_state(cfg) if args.kb_command == "build" else None
             rc = getattr(kb_cli, args.kb_command)(args, cfg.kb)
-            if before is not None and rc == 0:  # audit trail (issue 14)
+            if before is not None and rc == 0:  # audit trail: a KB build is recorded
                 audit_cli.record_kb_build(args, cfg, before)
             return rc
         if args.command in ("plan", "ask"):

@@ -104,7 +104,7 @@ class Generation:
         self, agent: str, req: LLMRequest, text: str, fallback: str, flags: dict | None = None
     ) -> str:
         """Run the grounding guard on one agent's text and keep its record: numbers, then every
-        sentence and the agent's key facts (issue 12; `flags` for the final agent)."""
+        sentence and the agent's key facts (statement-level grounding; `flags` for the final agent)."""
         spec = StatementSpec(
             agent=agent,
             flags=flags,

@@ -209,7 +209,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         "(checked leniently, not counted in claim accuracy). SBERT is computed only where a gold "
         "summary exists (n). 'unsupp. sent. rate (n)' = mean share of a summary's sentences that "
         "the statement check finds unsupported (n = unsupported sentences in all); 'coverage' = "
-        "mean share of the final summary's key facts stated (issue 12).",
+        "mean share of the final summary's key facts stated.",
     ]
     rel = [r for r in rows if r["system"] == "product" and r["task"] == "all"]
     if rel:

@@ -145,7 +145,7 @@ def statement_metrics(
     phrases: Sequence[str] = (),
     analysis: str | None = None,
 ) -> dict[str, Any]:
-    """Issue 12: the unsupported-sentence rate of a summary and its coverage of the final
+    """Statement-level grounding metrics: the unsupported-sentence rate of a summary and its coverage of the final
     summary's key facts (each domain's change label, the current flags, the cohort finding)."""
     from engine.grounding.verify import verify_text
 
