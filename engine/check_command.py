@@ -1,5 +1,5 @@
 """`marag check "QUERY" --text FILE`: verify any text (a clinician's draft, another system's
-output) against the facts of the query's plan (issue 12, point 6).
+output) against the facts of the query's plan, with the statement check the product's own texts get.
 
 The plan comes from the query and the same plan flags as `ask`; the facts are computed by the
 engine with the facts backend (no LLM call). The text gets the product's statement check: a verdict
@@ -96,7 +96,7 @@ def check(args: argparse.Namespace, cfg: Config) -> int:
     engine = open_engine(cfg, llm=None)  # the facts only: no model is loaded
     plan = plan_from_args(args, parse_query(query) if query else None) if overrides else None
     rec = check_text_against_plan(engine, query, text, plan, cov_min)
-    # audit trail (issue 14): every check is recorded before its verdict is shown
+    # audit trail: every check is recorded before its verdict is shown
     from engine.audit import record
 
     entry = record(cfg, "check", user=getattr(args, "user", None), result=rec, plan=rec["plan"])

@@ -54,12 +54,18 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--planner", choices=["rules", "llm"], default=None)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="marag", description="Grounded MA-RAG summaries of Parkinson's assessments"
+def _plan_flags(p: argparse.ArgumentParser) -> None:
+    """The plan flags `ask` and `check` share: patients, analysis, instruments and visits."""
+    p.add_argument("--patients", default=None, help="comma-separated proj ids, e.g. 3,8")
+    p.add_argument(
+        "--analysis", choices=["trajectory", "comparison", "cohort", "single_session"], default=None
     )
-    sub = ap.add_subparsers(dest="command", required=True)
+    p.add_argument("--instruments", default=None, help="updrs,pdq8")
+    p.add_argument("--visits", default=None, help="visit filter, e.g. baseline, last_3_visits")
 
+
+def _add_kb_parsers(sub: argparse._SubParsersAction) -> None:
+    """`marag kb synth | build | report | verify`."""
     kb = sub.add_parser("kb", help="knowledge base: synthesize, build, report").add_subparsers(
         dest="kb_command", required=True
     )
@@ -81,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
     _common(build)
-    audit_cli.add_user_flag(build)  # audit trail (issue 14)
+    audit_cli.add_user_flag(build)  # audit trail: the user recorded
     audit_cli.add_audit_db_flag(build)
     report = kb.add_parser(
         "report", help="print the validation report for sources without building"
@@ -94,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true")
     _common(verify)
 
+
+def _add_query_parsers(sub: argparse._SubParsersAction) -> None:
+    """`marag plan` and `marag ask`."""
     plan = sub.add_parser("plan", help="parse a query into a plan")
     plan.add_argument("query")
     plan.add_argument("--json", action="store_true")
@@ -102,12 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = sub.add_parser("ask", help="run the whole pipeline")
     ask.add_argument("query", nargs="?", default="")
-    ask.add_argument("--patients", default=None, help="comma-separated proj ids, e.g. 3,8")
-    ask.add_argument(
-        "--analysis", choices=["trajectory", "comparison", "cohort", "single_session"], default=None
-    )
-    ask.add_argument("--instruments", default=None, help="updrs,pdq8")
-    ask.add_argument("--visits", default=None, help="visit filter, e.g. baseline, last_3_visits")
+    _plan_flags(ask)
     ask.add_argument("--json", action="store_true")
     ask.add_argument(
         "--statistic",
@@ -117,19 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(ask)
     _llm_flags(ask)
-    audit_cli.add_user_flag(ask)  # audit trail (issue 14)
+    audit_cli.add_user_flag(ask)  # audit trail: the user recorded
     audit_cli.add_audit_db_flag(ask)
-    audit_cli.add_parser(sub, _common)
 
+
+def _add_check_parser(sub: argparse._SubParsersAction) -> None:
+    """`marag check "QUERY" --text FILE`."""
     chk = sub.add_parser("check", help="verify a text against the facts of a query's plan")
     chk.add_argument("query", nargs="?", default="")
     chk.add_argument("--text", required=True, help="the text to check (a file; - for stdin)")
-    chk.add_argument("--patients", default=None, help="comma-separated proj ids, e.g. 3,8")
-    chk.add_argument(
-        "--analysis", choices=["trajectory", "comparison", "cohort", "single_session"], default=None
-    )
-    chk.add_argument("--instruments", default=None, help="updrs,pdq8")
-    chk.add_argument("--visits", default=None, help="visit filter, e.g. baseline, last_3_visits")
+    _plan_flags(chk)
     chk.add_argument(
         "--coverage-min",
         dest="coverage_min",
@@ -145,9 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chk.add_argument("--json", action="store_true")
     _common(chk)
-    audit_cli.add_user_flag(chk)  # audit trail (issue 14): a check is a release action
+    audit_cli.add_user_flag(chk)  # audit trail: a check is a release action
     audit_cli.add_audit_db_flag(chk)
 
+
+def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
+    """`marag eval`: the evaluation harness."""
     ev = sub.add_parser("eval", help="run the evaluation harness (baselines vs product)")
     ev.add_argument("--out", default="eval-out")
     ev.add_argument("--queries", default=None, help="query set JSON (default: the shipped set)")
@@ -166,6 +170,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _llm_flags(ev)
     ev.add_argument("--embedding", choices=["minilm", "hashing"], default=None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `marag` parser with every subcommand, in the order `marag --help` lists them."""
+    ap = argparse.ArgumentParser(
+        prog="marag", description="Grounded MA-RAG summaries of Parkinson's assessments"
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    _add_kb_parsers(sub)
+    _add_query_parsers(sub)
+    audit_cli.add_parser(sub, _common)
+    _add_check_parser(sub)
+    _add_eval_parser(sub)
     from engine.search.search_cli import add_parsers as add_search_parsers
 
     add_search_parsers(sub, _common)
@@ -203,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             before = audit_cli.kb_state(cfg) if args.kb_command == "build" else None
             rc = getattr(kb_cli, args.kb_command)(args, cfg.kb)
-            if before is not None and rc == 0:  # audit trail (issue 14)
+            if before is not None and rc == 0:  # audit trail: a KB build is recorded
                 audit_cli.record_kb_build(args, cfg, before)
             return rc
         if args.command in ("plan", "ask"):

@@ -42,7 +42,7 @@ class Config:
     openai_base_url: str | None = None
     openai_model: str = "default"
     openai_api_key: str = "not-needed"
-    # 0 = the per-device default (issue 12): the paper's 1,200 (greedy, repetition penalty 1.1)
+    # 0 = the per-device default: the paper's 1,200 (greedy, repetition penalty 1.1)
     # on a GPU or an OpenAI-compatible server; CPU_MAX_NEW_TOKENS for a local model on the CPU
     max_new_tokens: int = 0
     repetition_penalty: float = 1.1
@@ -52,10 +52,10 @@ class Config:
     # critique-and-regenerate rounds before the facts fallback; -1 = the per-device default:
     # PAPER_GROUNDING_ROUNDS on a GPU or a server, CPU_GROUNDING_ROUNDS for a local model on the CPU
     grounding_rounds: int = -1
-    coverage_min: float = 1.0  # share of an agent's key facts its text must state (issue 12)
+    coverage_min: float = 1.0  # share of an agent's key facts its text must state
     visit_window_days: int = 0  # sessions of different instruments this close share a visit
     contexts_dir: Path = REPO_ROOT / "contexts"
-    # --- audit trail and access control (issue 14) ---
+    # --- audit trail and access control ---
     audit_db: str | None = None  # SQLite path or SQLAlchemy URL; None = audit.sqlite3 beside the KB
     user: str | None = None  # user recorded by the CLI; None = the OS login
     roles_file: Path = field(default_factory=lambda: Path.cwd() / ".streamlit" / "roles.toml")
@@ -124,7 +124,7 @@ class Config:
         for k, v in (overrides or {}).items():
             if v is not None:
                 values[k] = _coerce(cfg, k, v, from_env=False)
-        # issue 12: resolved for the final backend and device
+        # per-device defaults: resolved for the final backend and device
         values.setdefault("max_new_tokens", 0)
         values.setdefault("grounding_rounds", -1)
         return replace(cfg, **values).validated()

@@ -1,5 +1,5 @@
 """Evaluation metrics: the paper's four (fact precision, hallucination rate, temporal fidelity,
-SBERT similarity) plus claim accuracy (issue 6). Pure functions over a summary, the run's ledger
+SBERT similarity) plus claim accuracy (correct claims / claims with a context). Pure functions over a summary, the run's ledger
 and a gold summary; definitions in docs/evaluation.md.
 
 - N_model: the set of numeric tokens of the summary (engine.grounding.numbers.paper_tokens: sign

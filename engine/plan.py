@@ -157,12 +157,12 @@ def parse_analysis(query: str, patients: Sequence[int], visit_filter: str) -> st
     return "trajectory"
 
 
-#: issue 11: progression wordings rank by slope (per year when the query says so), not by level
+#: progression wordings rank by slope (per year when the query says so), not by level
 SLOPE_RE = re.compile(
     r"\b(steepest|fastest|quickest|most\s+rapid\w*|slope|progress\w*|"
     r"(?:largest|greatest|biggest|fastest)\s+(?:increase|rise|worsening|decline)\s+"
     # "in <up to 6 words>": bounded, so each attempt is O(1) (an unbounded lazy run made
-    # "largest increase in " repeated quadratic; issue 13 item 8)
+    # "largest increase in " repeated quadratic)
     r"(?:in\s++(?:[\w-]++\s++){1,6}?)?per\s+(?:visit|year))\b",
     re.I,
 )

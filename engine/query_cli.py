@@ -108,7 +108,7 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
         result = engine.ask(query, plan=plan_from_args(args, parsed))
     else:
         result = engine.ask(query)
-    # --- audit trail (issue 14): every released result is recorded before it is shown ---
+    # --- audit trail: every released result is recorded before it is shown ---
     from engine.audit import record
 
     entry = record(cfg, "ask", user=getattr(args, "user", None), result=result, plan=result.plan)

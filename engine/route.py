@@ -25,5 +25,7 @@ def route_after_retrieve(intent: str) -> str:
         ) from None
 
 
-def route_node(state: State, ctx: NodeContext) -> dict:
+def route_node(state: State, _ctx: NodeContext) -> dict:
+    """The router node: the next node for the state's intent (the node interface passes a context
+    it does not need)."""
     return {"next_node": route_after_retrieve(state.intent)}

@@ -70,11 +70,9 @@ class State:
     planner_calls: int = 0
     skipped_calls: int = 0  # requests not sent: prompt longer than the model's context
     trace: list[TraceEntry] = field(default_factory=list)
-    excluded: list[dict[str, Any]] = field(default_factory=list)  # issue 11: kb_store.exclusions
-    courses: dict[Any, Any] = field(default_factory=dict)  # issue 11: engine.clinical.course
-    findings: dict[int, Any] = field(
-        default_factory=dict
-    )  # issue 11: engine.clinical.findings per patient
+    excluded: list[dict[str, Any]] = field(default_factory=list)  # kb_store.exclusions
+    courses: dict[Any, Any] = field(default_factory=dict)  # engine.clinical.course
+    findings: dict[int, Any] = field(default_factory=dict)  # engine.clinical.findings per patient
     summary_dense: str = ""
     sink: Any = None  # engine.llm.base.TextSink: streamed text and cancel (dashboard)
 

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypedDict
 Analysis = Literal["trajectory", "comparison", "cohort", "single_session"]
 ANALYSES: tuple[str, ...] = ("trajectory", "comparison", "cohort", "single_session")
 INSTRUMENTS: tuple[str, ...] = ("updrs", "pdq8")
-#: cohort statistic a plan may fix (issue 11; "" = chosen from the query's words)
+#: cohort statistic a plan may fix ("" = chosen from the query's words)
 STATISTICS: tuple[str, ...] = ("latest", "change", "slope_visit", "slope_year", "mean")
 VISIT_FILTER_RE = re.compile(
     r"^(none|baseline|latest_visit|baseline_vs_latest|visit_[1-9]\d*|first_[1-9]\d*_visits|last_[1-9]\d*_visits)$"
@@ -93,7 +93,7 @@ class Fact:
         return asdict(self)
 
 
-#: Kinds of value a number in a summary may claim (issue 6's claim kinds).
+#: Kinds of value a number in a summary may claim (the claim kinds of claim accuracy).
 ValueKind = Literal[
     "score",
     "item",
@@ -144,7 +144,7 @@ class FactValue:
         source: str = "",
     ) -> FactValue:
         """The same value as `FactValue(...)`, built without the frozen dataclass's per-field
-        `object.__setattr__` (a cohort answer's ledger builds thousands; issue 16)."""
+        `object.__setattr__` (a cohort answer's ledger builds thousands)."""
         obj = object.__new__(cls)
         obj.__dict__.update(
             kind=kind,
@@ -291,7 +291,7 @@ class GuardRecord(TypedDict, total=False):
     history: list[dict[str, Any]]
     rejected: dict[str, Any]
     note: str
-    # statement-level grounding (issue 12, engine.grounding.verify / guard)
+    # statement-level grounding (engine.grounding.verify / guard)
     statements: dict[str, Any]  # verify_text's record: sentence verdicts, coverage detail
     coverage: float  # share of the agent's key facts the released text states
     unsupported_sentences: int
@@ -306,7 +306,7 @@ class CohortAnswer(TypedDict, total=False):
     domain, the top patient and value, the ranking, per-domain statistics, slopes and notes."""
 
     statistic: str
-    statistic_flag: str | None  # the plan's statistic (issue 11), None = chosen from the words
+    statistic_flag: str | None  # the plan's statistic, None = chosen from the words
     first_visit: int | None  # change statistics: the ranked change's visits
     last_visit: int | None
     domain: str
@@ -356,7 +356,7 @@ class Result:
     #: per-domain course rows (engine.clinical.series.SeriesRow.to_dict) and slopes the charts draw
     series: list[SeriesRow] = field(default_factory=list)
     slopes: list[Slope] = field(default_factory=list)
-    # issue 11: sessions left out at ingest for the plan's patients, the whole course per patient
+    # sessions left out at ingest for the plan's patients, the whole course per patient
     # and instrument (engine.clinical.course), and the dense facts text kept for the Provenance page
     excluded_sessions: list[dict[str, Any]] = field(default_factory=list)
     courses: list[dict[str, Any]] = field(default_factory=list)

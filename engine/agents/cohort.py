@@ -36,7 +36,7 @@ def cohort_request(
 
 
 def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
-    """Issue 16: the facts, series and ledger of the patients the answer names, not of the whole
+    """The facts, series and ledger of the patients the answer names, not of the whole
     cohort. F, the series and the final table T hold the top of the ranking and the ties
     (engine.agents.final.cohort_t_patients); the ledger adds the scoped cohort values (ranks,
     ranked scores, slopes and extremes of engine.clinical.table_stats.answer_scope). So the final text and
@@ -49,7 +49,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     else:
         facts = [f for f in state.facts if f.patient in shown]
     ser = series(facts, ctx.contexts)
-    # issue 11: courses and findings of the same patients, with their ledger rows
+    # the clinical courses and findings of the same patients, with their ledger rows
     clin = course_and_findings(facts, ctx.contexts, sorted(shown))
     ledger = (
         build_ledger(facts, ser, ctx.contexts)

@@ -10,6 +10,7 @@ guard_records), so that nodes stay functions that return what they change.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 
 from engine.clinical.ledger import allowed_numbers
 from engine.grounding.guard import StatementSpec, guard_text
@@ -30,9 +31,12 @@ def prompt_text(req: LLMRequest) -> str:
     return f"[system]\n{req.system}\n\n[user]\n{req.user}"
 
 
-#: (ledger list, its length, its index) of the last node: the final node reuses the index the
-#: cohort node built for the same ledger object (identity and length checked, never a copy)
-_LAST_INDEX: tuple[Sequence[FactValue], int, LedgerIndex] | None = None
+#: (ledger list, its length, its index) of the last node in this context (one engine run runs its
+#: nodes in order in one thread): the final node reuses the index the cohort node built for the
+#: same ledger object (identity and length checked, never a copy)
+_LAST_INDEX: ContextVar[tuple[Sequence[FactValue], int, LedgerIndex] | None] = ContextVar(
+    "guard_last_ledger_index", default=None
+)
 
 
 class Generation:
@@ -57,14 +61,13 @@ class Generation:
     def index(self) -> LedgerIndex:
         """The ledger's index, built once for every text this node releases (building it is
         most of a claim check's cost)."""
-        global _LAST_INDEX
         if self._index is None:
-            last = _LAST_INDEX
+            last = _LAST_INDEX.get()
             if last is not None and last[0] is self._source and last[1] == len(self._source):
                 self._index = last[2]  # the same ledger list as the previous node's (cohort->final)
             else:
                 self._index = LedgerIndex(self.ledger)
-                _LAST_INDEX = (self._source, len(self._source), self._index)
+                _LAST_INDEX.set((self._source, len(self._source), self._index))
         return self._index
 
     def changes(self) -> dict:
@@ -104,7 +107,7 @@ class Generation:
         self, agent: str, req: LLMRequest, text: str, fallback: str, flags: dict | None = None
     ) -> str:
         """Run the grounding guard on one agent's text and keep its record: numbers, then every
-        sentence and the agent's key facts (issue 12; `flags` for the final agent)."""
+        sentence and the agent's key facts (statement-level grounding; `flags` for the final agent)."""
         spec = StatementSpec(
             agent=agent,
             flags=flags,

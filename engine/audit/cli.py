@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import Config
+
+if TYPE_CHECKING:
+    from engine.audit.store import AuditStore, Entry
 
 
 def add_parser(sub: Any, common: Any = None) -> None:
@@ -49,56 +52,74 @@ def add_user_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _list(store: AuditStore, args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit list`: the entries the filters select, one line each (or JSON)."""
+    from engine.audit.trail import audit_url
+
+    actions = (args.action,) if args.action else None
+    rows = store.entries(user=args.user, patient=args.patient, since=args.since, actions=actions)
+    if args.json:
+        print(json.dumps({"entries": [e.brief() for e in rows]}, default=str))
+        return 0
+    for e in rows:
+        pats = ",".join(map(str, e.patients)) or "-"
+        extra = f" on #{e.subject}" if e.subject else ""
+        note = f" \u2014 {e.comment}" if e.comment else ""
+        print(
+            f"#{e.id:<6} {e.ts[:19]}Z  {e.user} ({e.role})  {e.action}{extra}  patients {pats}{note}"
+        )
+    print(f"({len(rows)} entries in {audit_url(cfg)})")
+    return 0
+
+
+def _print_entry(e: Entry, reviews: list[Entry]) -> None:
+    """One entry in full for `marag audit show`: its fields, summary, reviews and hashes."""
+    print(f"entry #{e.id}: {e.action} by {e.user} ({e.role}) at {e.ts}")
+    if reviews and reviews[-1].action == "reject":
+        r = reviews[-1]
+        print(f"  REJECTED in review by {r.user} at {r.ts} (entry #{r.id}): {r.comment}")
+    for k in ("patients", "kb_generation", "kb_hash", "backend", "model", "subject", "comment"):
+        v = getattr(e, k)
+        if v not in (None, [], ""):
+            print(f"  {k}: {v}")
+    if e.plan:
+        print(f"  plan: {json.dumps(e.plan)}")
+    if e.verification:
+        print(f"  verification: {json.dumps(e.verification)}")
+    if e.result_hash:
+        print(f"  result hash: {e.result_hash}")
+    if e.result and e.result.get("summary"):
+        print("\n" + e.result["summary"] + "\n")
+    for r in reviews:
+        print(f"  {r.action} #{r.id} by {r.user} at {r.ts}: {r.comment or ''}")
+    print(f"  hash: {e.hash}\n  previous: {e.prev_hash}")
+
+
+def _show(store: AuditStore, args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit show ID`: one entry with its reviews; ValueError for an unknown id."""
+    from engine.audit.trail import audit_url
+
+    e = store.get(args.id)
+    if e is None:
+        raise ValueError(f"no audit entry with id {args.id} in {audit_url(cfg)}")
+    reviews = store.reviews_of(e.id)
+    if args.json:
+        print(json.dumps({**e.to_dict(), "reviews": [r.brief() for r in reviews]}, default=str))
+        return 0
+    _print_entry(e, reviews)
+    return 0
+
+
 def run(args: argparse.Namespace, cfg: Config) -> int:
-    from engine.audit.trail import audit_url, open_store
+    """`marag audit list | show | verify`; verify exits 1 when the chain is broken."""
+    from engine.audit.trail import open_store
 
     store = open_store(cfg)
     cmd = args.audit_command
     if cmd == "list":
-        actions = (args.action,) if args.action else None
-        rows = store.entries(
-            user=args.user, patient=args.patient, since=args.since, actions=actions
-        )
-        if args.json:
-            print(json.dumps({"entries": [e.brief() for e in rows]}, default=str))
-            return 0
-        for e in rows:
-            pats = ",".join(map(str, e.patients)) or "-"
-            extra = f" on #{e.subject}" if e.subject else ""
-            note = f" \u2014 {e.comment}" if e.comment else ""
-            print(
-                f"#{e.id:<6} {e.ts[:19]}Z  {e.user} ({e.role})  {e.action}{extra}  patients {pats}{note}"
-            )
-        print(f"({len(rows)} entries in {audit_url(cfg)})")
-        return 0
+        return _list(store, args, cfg)
     if cmd == "show":
-        e = store.get(args.id)
-        if e is None:
-            raise ValueError(f"no audit entry with id {args.id} in {audit_url(cfg)}")
-        reviews = store.reviews_of(e.id)
-        if args.json:
-            print(json.dumps({**e.to_dict(), "reviews": [r.brief() for r in reviews]}, default=str))
-            return 0
-        print(f"entry #{e.id}: {e.action} by {e.user} ({e.role}) at {e.ts}")
-        if reviews and reviews[-1].action == "reject":
-            r = reviews[-1]
-            print(f"  REJECTED in review by {r.user} at {r.ts} (entry #{r.id}): {r.comment}")
-        for k in ("patients", "kb_generation", "kb_hash", "backend", "model", "subject", "comment"):
-            v = getattr(e, k)
-            if v not in (None, [], ""):
-                print(f"  {k}: {v}")
-        if e.plan:
-            print(f"  plan: {json.dumps(e.plan)}")
-        if e.verification:
-            print(f"  verification: {json.dumps(e.verification)}")
-        if e.result_hash:
-            print(f"  result hash: {e.result_hash}")
-        if e.result and e.result.get("summary"):
-            print("\n" + e.result["summary"] + "\n")
-        for r in reviews:
-            print(f"  {r.action} #{r.id} by {r.user} at {r.ts}: {r.comment or ''}")
-        print(f"  hash: {e.hash}\n  previous: {e.prev_hash}")
-        return 0
+        return _show(store, args, cfg)
     verdict = store.verify()
     print(verdict.line())
     return 0 if verdict.ok else 1

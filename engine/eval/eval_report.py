@@ -128,7 +128,8 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[str, Any]) -> str:
+def _header_lines(meta: dict[str, Any], guarantee: dict[str, Any]) -> list[str]:
+    """The report's title, run settings, notes and the product-guarantee line."""
     lines = [
         f"# MA-RAG evaluation: {meta['title']}",
         "",
@@ -156,75 +157,95 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         + _fallback_line(guarantee),
         "",
     ]
-    head = [
-        "dataset",
-        "task",
-        "system",
-        "n",
-        "fact prec.",
-        "halluc.",
-        "temporal fid.",
-        "TF scoped",
-        "SBERT (n)",
-        "claim acc.",
-        "unsupp. sent. rate (n)",
-        "coverage",
-        "claims w/ ctx",
-        "no ctx",
-        "LLM calls",
-        "wall s",
-        "fallback",
+    return lines
+
+
+#: the columns of the report's table
+TABLE_HEAD: tuple[str, ...] = (
+    "dataset",
+    "task",
+    "system",
+    "n",
+    "fact prec.",
+    "halluc.",
+    "temporal fid.",
+    "TF scoped",
+    "SBERT (n)",
+    "claim acc.",
+    "unsupp. sent. rate (n)",
+    "coverage",
+    "claims w/ ctx",
+    "no ctx",
+    "LLM calls",
+    "wall s",
+    "fallback",
+)
+
+
+def _row_cells(r: dict[str, Any]) -> list[str]:
+    """One aggregate row's table cells, in the order of TABLE_HEAD."""
+    sb = f"{_fmt(r['sbert_similarity'])} ({r['sbert_n']})"
+    return [
+        r["dataset"],
+        r["task"],
+        r["system"],
+        str(r["n"]),
+        _fmt(r["fact_precision"]),
+        _fmt(r["hallucination_rate"]),
+        _fmt(r["temporal_fidelity"]),
+        _fmt(r["temporal_fidelity_scoped"]),
+        sb,
+        _fmt(r["claim_accuracy"]),
+        f"{_fmt(r['unsupported_sentence_rate'])} ({r['unsupported_sentences']})",
+        _fmt(r["coverage"]),
+        str(r["claims_with_context"]),
+        str(r["numbers_without_context"]),
+        _fmt(r["llm_calls"]),
+        _fmt(r["wall_s"]),
+        _fmt(r.get("fallback_used", "")) or "",
     ]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        sb = f"{_fmt(r['sbert_similarity'])} ({r['sbert_n']})"
+
+
+def _table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The markdown table of the aggregate rows."""
+    lines = ["| " + " | ".join(TABLE_HEAD) + " |", "|" + "---|" * len(TABLE_HEAD)]
+    lines += ["| " + " | ".join(_row_cells(r)) + " |" for r in rows]
+    return lines
+
+
+def _released_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """How the product's agent texts were released, per dataset (empty without product rows)."""
+    rel = [r for r in rows if r["system"] == "product" and r["task"] == "all"]
+    if not rel:
+        return []
+    lines = [
+        "",
+        "Product agent texts by how they were released (as written / repaired / "
+        "regenerated / replaced by the facts text):",
+        "",
+    ]
+    for r in rel:
+        c = r["released"]
         lines.append(
-            "| "
-            + " | ".join(
-                [
-                    r["dataset"],
-                    r["task"],
-                    r["system"],
-                    str(r["n"]),
-                    _fmt(r["fact_precision"]),
-                    _fmt(r["hallucination_rate"]),
-                    _fmt(r["temporal_fidelity"]),
-                    _fmt(r["temporal_fidelity_scoped"]),
-                    sb,
-                    _fmt(r["claim_accuracy"]),
-                    f"{_fmt(r['unsupported_sentence_rate'])} ({r['unsupported_sentences']})",
-                    _fmt(r["coverage"]),
-                    str(r["claims_with_context"]),
-                    str(r["numbers_without_context"]),
-                    _fmt(r["llm_calls"]),
-                    _fmt(r["wall_s"]),
-                    _fmt(r.get("fallback_used", "")) or "",
-                ]
-            )
-            + " |"
+            f"- {r['dataset']}: {c['as_written']} / {c['repaired']} / {c['regenerated']} / "
+            f"{c['replaced']}"
         )
+    return lines
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[str, Any]) -> str:
+    """The report in markdown: header and guarantee, the aggregate table, definitions, and how
+    the product's texts were released."""
+    lines = _header_lines(meta, guarantee) + _table_lines(rows)
     lines += [
         "",
         "Definitions: docs/evaluation.md. 'no ctx' = numbers without a recoverable context "
         "(checked leniently, not counted in claim accuracy). SBERT is computed only where a gold "
         "summary exists (n). 'unsupp. sent. rate (n)' = mean share of a summary's sentences that "
         "the statement check finds unsupported (n = unsupported sentences in all); 'coverage' = "
-        "mean share of the final summary's key facts stated (issue 12).",
+        "mean share of the final summary's key facts stated.",
     ]
-    rel = [r for r in rows if r["system"] == "product" and r["task"] == "all"]
-    if rel:
-        lines += [
-            "",
-            "Product agent texts by how they were released (as written / repaired / "
-            "regenerated / replaced by the facts text):",
-            "",
-        ]
-        for r in rel:
-            c = r["released"]
-            lines.append(
-                f"- {r['dataset']}: {c['as_written']} / {c['repaired']} / {c['regenerated']} / "
-                f"{c['replaced']}"
-            )
+    lines += _released_lines(rows)
     return "\n".join(lines) + "\n"
 
 

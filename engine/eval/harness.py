@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import metrics
 from engine.config import REPO_ROOT, Config
@@ -27,8 +27,12 @@ from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.grounding.verify import context_phrases
 from engine.llm.base import LLM
+from engine.types import Fact, Result
 from kb_store.reader import InMemoryKB, KBReader
 from kb_store.settings import KBSettings
+
+if TYPE_CHECKING:
+    from engine.pipeline import Engine
 
 SYSTEMS = ("single_pass", "marag_unguarded", "product")
 
@@ -145,8 +149,9 @@ def statement_metrics(
     phrases: Sequence[str] = (),
     analysis: str | None = None,
 ) -> dict[str, Any]:
-    """Issue 12: the unsupported-sentence rate of a summary and its coverage of the final
-    summary's key facts (each domain's change label, the current flags, the cohort finding)."""
+    """Statement-level grounding metrics: the unsupported-sentence rate of a summary and its
+    coverage of the final summary's key facts (each domain's change label, the current flags, the
+    cohort finding)."""
     from engine.grounding.verify import verify_text
 
     rec = verify_text(
@@ -167,6 +172,74 @@ def statement_metrics(
     }
 
 
+#: one system's run of a query: summary text, LLM calls, seconds, extra record details
+SystemRun = tuple[str, int, float, dict[str, Any]]
+
+
+def _system_runs(
+    eng: Engine,
+    ds: Dataset,
+    llm: LLM | None,
+    q: EvalQuery,
+    product: Result,
+    product_s: float,
+    all_facts: list[Fact],
+    systems: Sequence[str],
+) -> dict[str, SystemRun]:
+    """The selected systems' runs of one query: the product's (already run), then MA-RAG without
+    the grounding check, then the single-pass baseline over every patient's facts."""
+    runs: dict[str, SystemRun] = {}
+    if "product" in systems:
+        v = product.verification
+        runs["product"] = (
+            product.summary,
+            product.llm_calls,
+            product_s,
+            {
+                "fallback_used": bool(v.get("fallback_used")),
+                "fallback_agents": v.get("fallback_agents", []),
+                "regenerations": v.get("rounds", 0),
+                "screening_findings": len(product.screening),
+                "released": v.get("released", {}),
+                "removed_sentences": len(v.get("removed_sentences", [])),
+            },
+        )
+    if "marag_unguarded" in systems:
+        t0 = time.perf_counter()
+        ung = eng.run(q.plan, guard=False)
+        runs["marag_unguarded"] = (
+            ung.summary,
+            ung.llm_calls,
+            time.perf_counter() - t0,
+            {"screening_findings": len(ung.screening)},
+        )
+    if "single_pass" in systems:
+        b = single_pass(ds.kb, llm, q.query, replace(product, facts=all_facts))
+        runs["single_pass"] = (
+            b.text,
+            b.llm_calls,
+            b.seconds,
+            {"context_truncated": b.truncated, "documents": b.documents},
+        )
+    return runs
+
+
+def _progress_line(q: EvalQuery, records: Sequence[EvalRecord]) -> str:
+    """The progress line of a finished query, with the product's scores when it ran."""
+    prod = next((r for r in records[::-1] if r.query is q and r.system == "product"), None)
+    tail = (
+        (
+            f" product HR={prod.metrics['hallucination_rate']:.3f} "
+            f"CA={prod.metrics['claim_accuracy']:.3f} "
+            f"unsupported sentences={prod.metrics['unsupported_sentences']} "
+            f"coverage={prod.metrics['coverage']:.2f}"
+        )
+        if prod
+        else ""
+    )
+    return f"{q.id} ({q.dataset}, {q.task}){tail}"
+
+
 def run_eval(
     cfg: Config,
     llm: LLM | None,
@@ -177,6 +250,8 @@ def run_eval(
     progress: Callable[[str], None] | None = None,
     on_record: Callable[[EvalRecord], None] | None = None,
 ) -> list[EvalRecord]:
+    """Run and score the selected systems on every query, in order; `on_record` gets each record
+    as it is made, `progress` a line per finished query."""
     records: list[EvalRecord] = []
     engines = {name: open_engine(cfg, kb=ds.kb, llm=llm) for name, ds in datasets.items()}
     for q in queries:
@@ -195,39 +270,7 @@ def run_eval(
             "phrases": context_phrases(eng.contexts),
             "analysis": product.plan.analysis,
         }
-        runs: dict[str, tuple[str, int, float, dict[str, Any]]] = {}
-        if "product" in systems:
-            v = product.verification
-            runs["product"] = (
-                product.summary,
-                product.llm_calls,
-                product_s,
-                {
-                    "fallback_used": bool(v.get("fallback_used")),
-                    "fallback_agents": v.get("fallback_agents", []),
-                    "regenerations": v.get("rounds", 0),
-                    "screening_findings": len(product.screening),
-                    "released": v.get("released", {}),
-                    "removed_sentences": len(v.get("removed_sentences", [])),
-                },
-            )
-        if "marag_unguarded" in systems:
-            t0 = time.perf_counter()
-            ung = eng.run(q.plan, guard=False)
-            runs["marag_unguarded"] = (
-                ung.summary,
-                ung.llm_calls,
-                time.perf_counter() - t0,
-                {"screening_findings": len(ung.screening)},
-            )
-        if "single_pass" in systems:
-            b = single_pass(ds.kb, llm, q.query, replace(product, facts=all_facts))
-            runs["single_pass"] = (
-                b.text,
-                b.llm_calls,
-                b.seconds,
-                {"context_truncated": b.truncated, "documents": b.documents},
-            )
+        runs = _system_runs(eng, ds, llm, q, product, product_s, all_facts, systems)
         for system in systems:
             if system not in runs:
                 continue
@@ -246,18 +289,7 @@ def run_eval(
             if on_record:
                 on_record(records[-1])
         if progress:
-            prod = next((r for r in records[::-1] if r.query is q and r.system == "product"), None)
-            tail = (
-                (
-                    f" product HR={prod.metrics['hallucination_rate']:.3f} "
-                    f"CA={prod.metrics['claim_accuracy']:.3f} "
-                    f"unsupported sentences={prod.metrics['unsupported_sentences']} "
-                    f"coverage={prod.metrics['coverage']:.2f}"
-                )
-                if prod
-                else ""
-            )
-            progress(f"{q.id} ({q.dataset}, {q.task}){tail}")
+            progress(_progress_line(q, records))
     return records
 
 

@@ -6,16 +6,16 @@ dashboard, the CLI and tests load a model once.
 
 from __future__ import annotations
 
-import threading
-
 from engine.config import Config
 from engine.llm.base import LLM
+from engine.llm.keyed_cache import KeyedCache
 
-_CACHE: dict[tuple, LLM] = {}
-_LOCK = threading.Lock()
+#: the backends made in this process, by cache_key
+_BACKENDS: KeyedCache[LLM] = KeyedCache()
 
 
 def cache_key(cfg: Config) -> tuple:
+    """The configuration fields cfg.llm's backend depends on (equal keys share one instance)."""
     if cfg.llm == "local":
         return (
             "local",
@@ -38,29 +38,27 @@ def cache_key(cfg: Config) -> tuple:
     return (cfg.llm,)
 
 
+def _new_backend(cfg: Config) -> LLM:
+    """A new backend instance for cfg.llm ("local" or "openai")."""
+    if cfg.llm == "local":
+        from engine.llm.local import LocalLLM
+
+        return LocalLLM(cfg)
+    if cfg.llm == "openai":
+        from engine.llm.openai_backend import OpenAICompatLLM
+
+        return OpenAICompatLLM(cfg)
+    # Config.validated() rejects other names; keep a clear message anyway
+    raise ValueError(f"unknown llm backend {cfg.llm!r}")
+
+
 def make_llm(cfg: Config) -> LLM | None:
     """The backend for cfg.llm (None for "facts"); cached per process."""
     if cfg.llm == "facts":
         return None
-    key = cache_key(cfg)
-    with _LOCK:
-        llm = _CACHE.get(key)
-        if llm is None:
-            if cfg.llm == "local":
-                from engine.llm.local import LocalLLM
-
-                llm = LocalLLM(cfg)
-            elif cfg.llm == "openai":
-                from engine.llm.openai_backend import OpenAICompatLLM
-
-                llm = OpenAICompatLLM(cfg)
-            else:  # Config.validated() rejects other names; keep a clear message anyway
-                raise ValueError(f"unknown llm backend {cfg.llm!r}")
-            _CACHE[key] = llm
-        return llm
+    return _BACKENDS.get_or_make(cache_key(cfg), lambda: _new_backend(cfg))
 
 
 def clear_cache() -> None:
     """Forget cached backends."""
-    with _LOCK:
-        _CACHE.clear()
+    _BACKENDS.clear()

@@ -22,7 +22,7 @@ class Cancelled(RuntimeError):
 
 
 class TextSink(Protocol):
-    """Receives generated text as it is written (issue 12: the dashboard streams each agent's
+    """Receives generated text as it is written (the dashboard streams each agent's
     text), and tells the backend when the user cancelled."""
 
     def on_text(self, agent: str, chunk: str) -> None: ...

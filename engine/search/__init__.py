@@ -1,4 +1,4 @@
-"""Free-text search over the KB's session documents and clinician notes (issue 15).
+"""Free-text search over the KB's session documents and clinician notes.
 
 Hybrid retrieval after MedAgent-RAG: BM25 (bm25s) and dense MiniLM scores (the embeddings the KB
 build stored) fused by reciprocal rank fusion, plus a concept channel that maps clinical words to
