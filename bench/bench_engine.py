@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from engine.config import Config
-    from engine.engine_factory import open_engine, open_llm
+    from engine import Config, open_engine
+    from engine.engine_factory import open_llm  # one model shared by several engines
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from bench.bench_engine import build_kb
-    from engine.config import Config
-    from engine.engine_factory import open_engine, open_llm
+    from engine import Config, open_engine
+    from engine.engine_factory import open_llm  # one model shared by several engines
 
     kb = build_kb()
     out = {}

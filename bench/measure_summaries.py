@@ -50,7 +50,7 @@ COHORT_QUERIES = {
 def open_engine(data: Path, kb_dir: str | None):
     """(engine, ingest result, excluded rows): through the engine factory, over the KB built at
     `kb_dir` (Chroma, hashing embeddings) or an in-memory KB of the same documents."""
-    from engine.engine_factory import open_engine as factory_engine
+    from engine import open_engine as factory_engine
     from kb_store.exclusions import excluded_from_ingest
     from kb_store.ingest import load_sources
 

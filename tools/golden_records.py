@@ -61,8 +61,7 @@ def _digest(value: Any) -> str:
 
 
 def _engines() -> dict[str, Any]:
-    from engine.config import Config
-    from engine.engine_factory import open_engine
+    from engine import Config, open_engine
     from kb_store.documents import build_documents
     from kb_store.exclusions import excluded_from_ingest
     from kb_store.ingest import load_sources

@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.clinical.bands import band_of, course_rules
 from engine.clinical.series import classify, slope_of
-from engine.contexts import Contexts
+from engine.contexts import Contexts, Mcid
 from engine.types import Change, Fact, FactValue
 from kb_store.profiles import DOMAINS, UPDRS_DOMAINS
 
@@ -89,6 +89,18 @@ class InstrumentCourse:
         return visit in self.zero_sessions or (dc is not None and visit in dc.zero_suspect)
 
 
+def is_fluctuating(deltas: Sequence[float], mcid: Mcid | None, swing_min: float) -> bool:
+    """The one definition of a fluctuating course (docs/engine.md): between consecutive
+    assessments, a rise of at least max(worsening MCID, swing floor) and a fall of at least
+    max(|improvement MCID|, swing floor); with no MCID (the UPDRS total, PDQ-8) the swing floor
+    alone (contexts/thresholds.json course.swing_min_points, 10 points)."""
+    up = mcid.worsening if mcid else swing_min
+    down = mcid.improvement if mcid else -swing_min
+    big_up = any(d >= max(up, swing_min) for d in deltas)
+    big_down = any(d <= min(down, -swing_min) for d in deltas)
+    return big_up and big_down
+
+
 def _domain_course(
     patient: int, domain: str, profile: str, pts: list[Point], ctx: Contexts, rules: dict
 ) -> DomainCourse:
@@ -109,11 +121,7 @@ def _domain_course(
         a, b, d = max(deltas, key=lambda t: (abs(t[2]), -t[1].visit))
         if d != 0:
             dc.swing = (a, b, d)
-        up = mcid.worsening if mcid else swing_min
-        down = mcid.improvement if mcid else -swing_min
-        big_up = any(x[2] >= max(up, swing_min) for x in deltas)
-        big_down = any(x[2] <= min(down, -swing_min) for x in deltas)
-        dc.fluctuating = big_up and big_down
+        dc.fluctuating = is_fluctuating([x[2] for x in deltas], mcid, swing_min)
         # the one slope computation of the engine (engine.clinical.series.slope_of), 2 decimals
         sl = slope_of(patient, domain, [(p.visit, p.date, p.score) for p in pts])
         dc.slope_visit, dc.slope_year = sl.slope, sl.slope_year

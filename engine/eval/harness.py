@@ -17,9 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import metrics
+from engine import metrics, open_engine
 from engine.config import REPO_ROOT, Config
-from engine.engine_factory import open_engine
 from engine.eval import gold as gold_mod
 from engine.eval.baselines import single_pass
 from engine.eval.queries import EvalQuery
