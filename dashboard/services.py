@@ -114,7 +114,7 @@ def config_for(backend: str | None) -> Config:
 @st.cache_resource(
     show_spinner="Opening the knowledge base and loading the model...", max_entries=4
 )
-def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
+def _cached_engine(key: str, _cfg: Config) -> EngineHandle:  # noqa: ARG001  # Streamlit cache key
     from kb_store.chroma_kb import KBMissingError
 
     try:
@@ -149,7 +149,7 @@ def clinical_refs(cfg: Config) -> ClinicalRefs:
 
 
 @st.cache_data(max_entries=8, ttl=300, show_spinner=False)
-def _patient_ids(key: str, _handle: EngineHandle) -> list[int]:
+def _patient_ids(key: str, _handle: EngineHandle) -> list[int]:  # noqa: ARG001  # Streamlit cache key
     return [int(p) for p in _handle.kb.patient_ids()]
 
 

@@ -139,7 +139,7 @@ def make_plan(
         return None
 
 
-def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[str, ...]) -> None:
+def ask_box(handle: EngineHandle, page: str, analyses: tuple[str, ...]) -> None:
     """Optional 'ask in words': parse a query with the engine's planner into the widgets."""
     with st.expander("Ask in words (fills in the plan for you to check)", expanded=False):
         text = st.text_input(
