@@ -60,7 +60,7 @@ class EngineHandle:
         sink: Any = None,
     ) -> Result:
         """Run the pipeline when a slot is free; `on_wait(position)` while queued; `sink`
-        receives the model's text as it is written (issue 12)."""
+        receives the model's text as it is written."""
         with self.gate.slot(on_wait):
             if sink is None:
                 return self.engine.run(plan, on_node=on_node)
@@ -121,7 +121,7 @@ def _cached_engine(key: str, _cfg: Config) -> EngineHandle:  # noqa: ARG001  # S
         engine = engine_factory.open_engine(_cfg)
     except KBMissingError as e:
         raise KBUnavailable(str(e)) from e
-    engine_factory.settle_heap()  # the engine lives as long as the process (issue 16)
+    engine_factory.settle_heap()  # the engine lives as long as the process
     gate = RunGate.for_backend(_cfg.llm, _cfg.max_concurrent_runs)
     return EngineHandle(engine, engine.kb, _cfg.llm, gate)
 

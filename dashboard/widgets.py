@@ -37,7 +37,7 @@ ANALYSIS_LABELS = {
     "comparison": "Comparison",
     "cohort": "Cohort",
 }
-#: Cohort "Rank by" widget (issue 11): the plan's statistic; "" = chosen from the question's words
+#: Cohort "Rank by" widget: the plan's statistic; "" = chosen from the question's words
 STATISTIC_CHOICES = ("", "latest", "change", "slope_visit", "slope_year", "mean")
 STATISTIC_LABELS = {
     "": "From the question",
@@ -250,7 +250,7 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
             f"{'s' if result.llm_calls != 1 else ''} ({backend})",
             state="complete",
         )
-    # --- audit trail (issue 14): a result is recorded before it is shown ---
+    # --- audit trail: a result is recorded before it is shown ---
     from dashboard import trail
 
     if not trail.record_release(result, services.base_config()):
