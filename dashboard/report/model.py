@@ -80,7 +80,7 @@ class Report:
     #: provenance of every number in the summary, then the fact table
     records: tuple[Section, ...]
     narratives: tuple[tuple[str, str], ...]
-    verification: Any
+    verification: dict[str, Any] | None  # the grounding record, as the engine wrote it
 
 
 def report_figures(
