@@ -19,14 +19,14 @@ st.set_page_config(
     initial_sidebar_state="expanded",
 )
 
-# An invalid MARAG_* value stops the page with one line naming the variable (issue 13, item 12).
+# An invalid MARAG_* value stops the page with one line naming the variable (no traceback).
 try:
     startup_config = services.base_config()
 except ValueError as exc:
     st.error(f"The dashboard cannot start: invalid configuration. {exc}")
     st.stop()
 
-# --- access control (issue 14): refuse an open network bind, sign in, roles -> pages ---
+# --- access control: refuse an open network bind, sign in, roles -> pages ---
 identity = gate.enter(startup_config)
 # --- end access control ---
 
@@ -58,7 +58,7 @@ pages = {
 nav = st.navigation(gate.visible(pages, identity))
 
 with st.sidebar:
-    gate.sidebar(identity)  # issue 14: who is signed in, or "local single-user mode"
+    gate.sidebar(identity)  # who is signed in, or "local single-user mode"
     st.markdown("### MA-RAG")
     st.caption(
         "Grounded summaries of longitudinal MDS-UPDRS and PDQ-8 assessments. "

@@ -351,7 +351,7 @@ def cohort_slope_figure(
         others = [s for s in by_dom[dom] if s.patient != highlight]
         pids = np.fromiter((s.patient for s in others), np.int64, len(others))
         # typed arrays and one hover template: a 10,000-patient cohort serialises in
-        # milliseconds, where per-point Python lists and strings took seconds (issue 16)
+        # milliseconds, where per-point Python lists and strings took seconds
         fig.add_trace(
             go.Box(
                 x=np.fromiter((s.slope for s in others), float, len(others)),

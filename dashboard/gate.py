@@ -34,7 +34,7 @@ def auth_configured() -> bool:
 
 
 @st.cache_resource(show_spinner=False)
-def _trusted_network_start(address: str, audit_url: str) -> bool:
+def _trusted_network_start(address: str, audit_url: str) -> bool:  # noqa: ARG001  # cache key: once per trail
     """Record, once per process and address, that the app serves a network without sign-in."""
     LOG.warning("serving on %s without sign-in (MARAG_TRUSTED_NETWORK)", address or "*")
     trail.record(

@@ -30,7 +30,7 @@ def kb_missing_message(cfg: Config, detail: str = "") -> None:
         st.caption(detail)
     from dashboard import trail
 
-    if "data_manager" in trail.identity().roles:  # issue 14: the Data page is theirs only
+    if "data_manager" in trail.identity().roles:  # the Data page is the data manager's only
         st.page_link("views/data.py", label="Open the Data page", icon=":material/database:")
 
 

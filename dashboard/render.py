@@ -40,7 +40,7 @@ def grounding_badge(result: Result) -> None:
 
 def summary_panel(result: Result) -> None:
     st.subheader("Summary")
-    trail.rejection_banner(result.summary)  # audit trail (issue 14): rejected in review
+    trail.rejection_banner(result.summary)  # audit trail: rejected in review
     grounding_badge(result)
     links = link_numbers(result)
     with st.container(border=True, key="summary_box"):
@@ -114,8 +114,8 @@ def flags_panel(result: Result) -> None:
 
 
 def excluded_panel(result: Result) -> None:
-    """Sessions of the plan's patients left out at ingest (issue 11: nothing excluded in
-    silence), as the engine reported them, with a link to the Data page's validation report."""
+    """Sessions of the plan's patients left out at ingest (nothing is excluded
+    in silence), as the engine reported them, with a link to the Data page's validation report."""
     rows = getattr(result, "excluded_sessions", None) or []
     if not rows:
         return
@@ -166,7 +166,7 @@ def export_buttons(
         mime="text/markdown",
         key=f"dl_md_{key}",
         icon=":material/description:",
-        on_click=trail.record_export,  # audit trail (issue 14)
+        on_click=trail.record_export,  # every export is audited
         args=(result, "markdown"),
     )
     c2.download_button(
@@ -176,7 +176,7 @@ def export_buttons(
         mime="text/html",
         key=f"dl_html_{key}",
         icon=":material/html:",
-        on_click=trail.record_export,  # audit trail (issue 14)
+        on_click=trail.record_export,  # every export is audited
         args=(result, "html"),
     )
     c3.download_button(
@@ -186,6 +186,6 @@ def export_buttons(
         mime="text/csv",
         key=f"dl_csv_{key}",
         icon=":material/table:",
-        on_click=trail.record_export,  # audit trail (issue 14)
+        on_click=trail.record_export,  # every export is audited
         args=(result, "facts_csv"),
     )

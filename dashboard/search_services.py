@@ -23,12 +23,12 @@ def _kb_key(handle: EngineHandle) -> str:
 
 
 @st.cache_resource(max_entries=2, show_spinner="Indexing the sessions and notes for search...")
-def _index(key: str, _kb: Any) -> SearchIndex:
+def _index(key: str, _kb: Any) -> SearchIndex:  # noqa: ARG001  # Streamlit cache key
     return SearchIndex.from_kb(_kb)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
-def _facts(key: str, _kb: Any) -> list[Fact]:
+def _facts(key: str, _kb: Any) -> list[Fact]:  # noqa: ARG001  # Streamlit cache key
     return kb_facts(_kb)
 
 

@@ -1,7 +1,7 @@
 """The dashboard's access to the engine, the KB and the clinical references.
 
 Owns the process-wide, cached and never-mutated objects (`st.cache_resource`): one engine (KB handle
-+ LLM) per configuration, built by the engine's own factory (engine.engine_factory.open_engine, the
++ LLM) per configuration, built by the engine's public API (engine.open_engine, the
 one the CLI, the evaluation and the benchmarks use), and the clinical references from contexts/. A
 cached engine is shared by every browser session: its `RunGate` (dashboard.run_gate) lets runs of
 thread-safe backends (facts, openai) overlap and queues runs of the local model, showing each
@@ -20,6 +20,7 @@ from typing import Any
 
 import streamlit as st
 
+import engine as engine_api
 from dashboard.clinical import ClinicalRefs, load_refs
 from dashboard.run_gate import RunGate
 from engine import engine_factory
@@ -60,7 +61,7 @@ class EngineHandle:
         sink: Any = None,
     ) -> Result:
         """Run the pipeline when a slot is free; `on_wait(position)` while queued; `sink`
-        receives the model's text as it is written (issue 12)."""
+        receives the model's text as it is written."""
         with self.gate.slot(on_wait):
             if sink is None:
                 return self.engine.run(plan, on_node=on_node)
@@ -114,14 +115,14 @@ def config_for(backend: str | None) -> Config:
 @st.cache_resource(
     show_spinner="Opening the knowledge base and loading the model...", max_entries=4
 )
-def _cached_engine(key: str, _cfg: Config) -> EngineHandle:
+def _cached_engine(key: str, _cfg: Config) -> EngineHandle:  # noqa: ARG001  # Streamlit cache key
     from kb_store.kb_location import KBMissingError
 
     try:
-        engine = engine_factory.open_engine(_cfg)
+        engine = engine_api.open_engine(_cfg)  # the public API, resolved at call time
     except KBMissingError as e:
         raise KBUnavailable(str(e)) from e
-    engine_factory.settle_heap()  # the engine lives as long as the process (issue 16)
+    engine_factory.settle_heap()  # the engine lives as long as the process
     gate = RunGate.for_backend(_cfg.llm, _cfg.max_concurrent_runs)
     return EngineHandle(engine, engine.kb, _cfg.llm, gate)
 
@@ -149,7 +150,7 @@ def clinical_refs(cfg: Config) -> ClinicalRefs:
 
 
 @st.cache_data(max_entries=8, ttl=300, show_spinner=False)
-def _patient_ids(key: str, _handle: EngineHandle) -> list[int]:
+def _patient_ids(key: str, _handle: EngineHandle) -> list[int]:  # noqa: ARG001  # Streamlit cache key
     return [int(p) for p in _handle.kb.patient_ids()]
 
 

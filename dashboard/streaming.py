@@ -1,5 +1,5 @@
 """Streams each agent's text into the page as the model writes it (st.write_stream), with a
-cancel (issue 12, point 9).
+cancel.
 
 The engine runs in a worker thread with a `QueueSink` (engine.llm.base.TextSink): the backend
 passes every new piece of text to it, and the page's generator yields it to `st.write_stream` in

@@ -137,7 +137,7 @@ def _cell(v: Any) -> Any:
     return ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
 
 
-# ---- statement-level grounding (issue 12): rows for the Provenance page, from the engine's record
+# ---- statement-level grounding: rows for the Provenance page, from the engine's record
 
 
 def statement_rows(verification: dict) -> list[dict]:

@@ -37,7 +37,7 @@ ANALYSIS_LABELS = {
     "comparison": "Comparison",
     "cohort": "Cohort",
 }
-#: Cohort "Rank by" widget (issue 11): the plan's statistic; "" = chosen from the question's words
+#: Cohort "Rank by" widget: the plan's statistic; "" = chosen from the question's words
 STATISTIC_CHOICES = ("", "latest", "change", "slope_visit", "slope_year", "mean")
 STATISTIC_LABELS = {
     "": "From the question",
@@ -139,7 +139,7 @@ def make_plan(
         return None
 
 
-def ask_box(handle: EngineHandle, page: str, patient_key: str, analyses: tuple[str, ...]) -> None:
+def ask_box(handle: EngineHandle, page: str, analyses: tuple[str, ...]) -> None:
     """Optional 'ask in words': parse a query with the engine's planner into the widgets."""
     with st.expander("Ask in words (fills in the plan for you to check)", expanded=False):
         text = st.text_input(
@@ -250,7 +250,7 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
             f"{'s' if result.llm_calls != 1 else ''} ({backend})",
             state="complete",
         )
-    # --- audit trail (issue 14): a result is recorded before it is shown ---
+    # --- audit trail: a result is recorded before it is shown ---
     from dashboard import trail
 
     if not trail.record_release(result, services.base_config()):

@@ -62,7 +62,7 @@ with st.container(border=True, key="plan_box"):
         query=question or "",
         statistic=statistic or "",
     )
-    widgets.ask_box(handle, "cohort", "question", ANALYSES)
+    widgets.ask_box(handle, "cohort", ANALYSES)
 result = widgets.run_step(handle, plan, "cohort")
 if result is None:
     st.info("Choose the cohort question above, then press **Run**.", icon=":material/touch_app:")

@@ -27,7 +27,7 @@ with st.container(border=True, key="plan_box"):
         st.warning("Choose at least two patients to compare.")
     else:
         plan = widgets.make_plan(sorted(patients), "comparison", instruments, visit_filter)
-    widgets.ask_box(handle, "compare", "patients", ANALYSES)
+    widgets.ask_box(handle, "compare", ANALYSES)
 result = widgets.run_step(handle, plan, "compare")
 if result is None:
     st.info(

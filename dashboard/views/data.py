@@ -162,7 +162,7 @@ if ing:
 
                 try:
                     stats = kb.build(res.sessions, progress=progress)
-                    # issue 11: the rejected sessions every answer names (kb_store.exclusions)
+                    # the rejected sessions every answer names (kb_store.exclusions)
                     write_excluded(
                         excluded_from_ingest(res, [Path(x) for x in ing["paths"]]), kb.kb_dir
                     )
@@ -176,7 +176,7 @@ if ing:
                         f"deleted {stats.deleted}; {stats.total} documents in {stats.seconds:.1f} s"
                     )
                     status.update(label="KB built", state="complete")
-                    # audit trail (issue 14): who replaced the KB, from which sources
+                    # audit trail: who replaced the KB, from which sources
                     trail.record_kb_build(
                         cfg, {"sources": ing["paths"], "format": ing["format"], **stats.to_dict()}
                     )

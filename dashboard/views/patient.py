@@ -33,7 +33,7 @@ with st.container(border=True, key="plan_box"):
         visit_filter = "latest_visit"
         st.caption("Single session: the latest visit (choose *Visit N* for another one).")
     plan = widgets.make_plan([patient], analysis, instruments, visit_filter)
-    widgets.ask_box(handle, "patient", "patient", ANALYSES)
+    widgets.ask_box(handle, "patient", ANALYSES)
 result = widgets.run_step(handle, plan, "patient")
 if result is None:
     st.info("Choose a patient and the plan above, then press **Run**.", icon=":material/touch_app:")

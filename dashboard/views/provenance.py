@@ -123,7 +123,7 @@ for agent in [a for a in result.prompts if a not in result.narratives]:
     with st.expander(f"{agent}: prompt"):
         st.code(result.prompts[agent], language=None, wrap_lines=True)
 
-# ---- statement-level grounding (issue 12): verdicts, repairs, and a box to check any text
+# ---- statement-level grounding: verdicts, repairs, and a box to check any text
 st.subheader("Statements")
 st.caption(
     "Every sentence of every agent text is supported (its assertions match the facts), neutral "
@@ -186,7 +186,7 @@ d1.download_button(
     file_name="marag-facts.csv",
     mime="text/csv",
     key="dl_facts_prov",
-    on_click=trail.record_export,  # audit trail (issue 14)
+    on_click=trail.record_export,  # every export is audited
     args=(result, "facts_csv"),
     icon=":material/table:",
 )
@@ -196,7 +196,7 @@ d2.download_button(
     file_name="marag-provenance.csv",
     mime="text/csv",
     key="dl_links_prov",
-    on_click=trail.record_export,  # audit trail (issue 14)
+    on_click=trail.record_export,  # every export is audited
     args=(result, "links_csv"),
     icon=":material/link:",
 )
@@ -206,7 +206,7 @@ d3.download_button(
     file_name="marag-result.json",
     mime="application/json",
     key="dl_json_prov",
-    on_click=trail.record_export,  # audit trail (issue 14)
+    on_click=trail.record_export,  # every export is audited
     args=(result, "json"),
     icon=":material/data_object:",
 )

@@ -1,5 +1,6 @@
-"""Issue 11 on the dashboard: excluded sessions beside the chart with a link to the Data report,
-the cohort "Rank by" statistic widget, and the dense facts text kept on the Provenance page."""
+"""The clinical-course views of the dashboard: excluded sessions beside the chart with a link to
+the Data report, the cohort "Rank by" statistic widget, and the dense facts text kept on the
+Provenance page."""
 
 from __future__ import annotations
 
