@@ -76,7 +76,8 @@ class FactsView:
         return None
 
 
-def _fv(f: FactValue) -> dict[str, Any]:
+def fact_dict(f: FactValue) -> dict[str, Any]:
+    """A ledger value as the plain record a verdict lists among the facts it matched."""
     return {
         "kind": f.kind,
         "value": f.value,
@@ -88,6 +89,8 @@ def _fv(f: FactValue) -> dict[str, Any]:
     }
 
 
-def _num(x: float) -> str:
+def num_text(x: float) -> str:
+    """A number as a verdict's reason writes it: an integer without decimals ("12", not "12.0"),
+    else its shortest form ("3.25")."""
     x = float(x)
     return str(int(x)) if x.is_integer() else f"{x:g}"

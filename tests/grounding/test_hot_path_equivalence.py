@@ -387,10 +387,17 @@ def _scan_patterns():
 
     pats += [*numbers.DATE_PATTERNS, numbers._MONTH_WORD, screening.PATIENT_CUE]
     pats += [number_words.CARDINAL_RE, number_words.ORDINAL_RE]
-    from engine.grounding import statements, word_checks
+    from engine.grounding import (
+        comparison_checks,
+        presence_checks,
+        severity_checks,
+        statements,
+        word_checks,
+    )
 
-    pats += [word_checks.SEVERITY_RE, word_checks.COMPARATIVE_RE, word_checks.SUPERLATIVE_RE]
-    pats += [word_checks.PERIOD_RE, word_checks.ZERO_RE, statements._ID_LIST_DECIMAL]
+    pats += [severity_checks.SEVERITY_RE]
+    pats += [comparison_checks.COMPARATIVE_RE, comparison_checks.SUPERLATIVE_RE]
+    pats += [word_checks.PERIOD_RE, presence_checks.ZERO_RE, statements._ID_LIST_DECIMAL]
     pats += [cues_mod._ANY_KIND_BEFORE, cues_mod._ANY_KIND_AFTER]
     pats += [p for p, _k in voc.KIND_AFTER + voc.KIND_BEFORE]
     pats += [p for _r, _m, p in screening.RULES]
