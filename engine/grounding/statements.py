@@ -1,4 +1,4 @@
-"""Statement-level grounding (issue 12): a verdict for every sentence of a text.
+"""Statement-level grounding: a verdict for every sentence of a text.
 
 Each sentence is
 - **supported**: every clinical assertion in it maps to ledger facts (numbers through the claim
@@ -57,7 +57,7 @@ from engine.types import FactValue
 __all__ = ["FactsView", "SentenceVerdict", "StatementReport", "check_statements"]
 
 
-def _claim_facts(c: Claim, idx: LedgerIndex) -> dict[str, Any]:
+def _claim_facts(c: Claim) -> dict[str, Any]:
     """A checked number with the ledger values it matched (none for identifiers and lenient
     numbers without context)."""
     matched = list(c.matched)[:4] if c.role == "value" and c.status == "correct" else []
@@ -155,7 +155,7 @@ def _paragraph_verdicts(
             if c.supported:
                 # a bare patient id names who the sentence is about; it asserts nothing by itself
                 asserted += c.role != "patient"
-                v.facts.append(_claim_facts(c, idx))
+                v.facts.append(_claim_facts(c))
             else:
                 v.reasons.append(f"'{c.text}' ({c.describe()}): {c.reason or c.status}")
                 v.categories.append("number" if c.role == "value" else c.role)
