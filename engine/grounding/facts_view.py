@@ -41,7 +41,9 @@ class FactsView:
             self.bands.setdefault(dom, []).append((level, min(vals), max(vals)))
         self.patients = sorted({p for p, _ in self.scores})
 
-    def series(self, patient: int, domain: str | None, items: frozenset[str] | None):
+    def series(
+        self, patient: int, domain: str | None, items: frozenset[str] | None
+    ) -> tuple[dict[int, FactValue] | None, str]:
         """(visit -> FactValue, label) of an item (the first one the ledger knows) or a domain."""
         if items:
             for code in sorted(items):
