@@ -1,4 +1,4 @@
-"""Claim-level grounding (issue 6): each number in a text is read with its context (reader.py)
+"""Claim-level grounding: each number in a text is read with its context (reader.py)
 and checked against the fact for that context in the run's ledger (verdict.py); this module
 assembles the report of one text: its claims, the visit-order check and the accuracy figures.
 

@@ -1,4 +1,4 @@
-"""Key-fact coverage (issue 12, point 4): a text must state what it is for, not only say nothing
+"""Key-fact coverage: a text must state what it is for (its key facts), not only say nothing
 false.
 
 Key facts, from the ledger and the run's flags:
@@ -108,60 +108,84 @@ def key_facts(
     analysis describes sessions, not change: its final text states each selected session's
     domain scores instead of the change labels."""
     view = ledger.view if isinstance(ledger, LedgerIndex) else FactsView(ledger)
-    out: list[KeyFact] = []
     if agent in DOMAIN_AGENTS:
-        for (p, d), series in sorted(view.scores.items()):
-            if d != agent or not series:
-                continue
-            vs = sorted(series)
-            out.append(KeyFact("baseline", p, d, vs[0], float(series[vs[0]].value)))
-            if len(vs) > 1:
-                out.append(KeyFact("latest", p, d, vs[-1], float(series[vs[-1]].value)))
-                ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
-                out.append(
-                    KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch))
-                )
-    elif agent == "final" and cohort:
-        # cohort mode: the finding itself (the rank-1 patient, or the cohort value)
-        if cohort.get("patient") is not None:
-            out.append(KeyFact("cohort", int(cohort["patient"]), cohort.get("domain")))
-        elif cohort.get("value") is not None:
-            out.append(KeyFact("cohort", -1, cohort.get("domain"), value=float(cohort["value"])))
-    elif agent == "final":
-        for (p, d), series in sorted(view.scores.items()):
-            if d not in DOMAIN_AGENTS or not series:
-                continue
-            vs = sorted(series)
-            if len(vs) == 1 or analysis == "single_session":
-                out += [KeyFact("score", p, d, v, float(series[v].value)) for v in vs]
-            else:
-                ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
-                out.append(
-                    KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch))
-                )
-        latest = {
-            p: max(v for (q, _d), ser in view.scores.items() if q == p for v in ser)
-            for p in view.patients
-        }
-        for r in (flags or {}).get("red_flags", []):
-            # the engine marks current flags (each instrument's latest assessment); rows without
-            # the mark (older results): the patient's latest visit
-            if not r.get("current", r["visit"] == latest.get(r["patient"])):
-                continue  # a flag of an earlier visit is history, not a current flag
-            out.append(
-                KeyFact(
-                    "red_flag",
-                    r["patient"],
-                    r.get("domain"),
-                    r["visit"],
-                    float(r["value"]),
-                    item=r["item"],
-                )
+        return _domain_key_facts(view, agent)
+    if agent == "final" and cohort:
+        return _cohort_key_facts(cohort)
+    if agent == "final":
+        return _final_key_facts(view, analysis) + _flag_key_facts(view, flags or {})
+    return []
+
+
+def _domain_key_facts(view: FactsView, agent: str) -> list[KeyFact]:
+    """A domain agent's: each patient's baseline and latest score of its domain, and the change
+    label between them."""
+    out: list[KeyFact] = []
+    for (p, d), series in sorted(view.scores.items()):
+        if d != agent or not series:
+            continue
+        vs = sorted(series)
+        out.append(KeyFact("baseline", p, d, vs[0], float(series[vs[0]].value)))
+        if len(vs) > 1:
+            out.append(KeyFact("latest", p, d, vs[-1], float(series[vs[-1]].value)))
+            ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
+            out.append(KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch)))
+    return out
+
+
+def _cohort_key_facts(cohort: Mapping[str, Any]) -> list[KeyFact]:
+    """Cohort mode: the finding itself (the rank-1 patient, or the cohort value)."""
+    if cohort.get("patient") is not None:
+        return [KeyFact("cohort", int(cohort["patient"]), cohort.get("domain"))]
+    if cohort.get("value") is not None:
+        return [KeyFact("cohort", -1, cohort.get("domain"), value=float(cohort["value"]))]
+    return []
+
+
+def _final_key_facts(view: FactsView, analysis: str | None) -> list[KeyFact]:
+    """The final text's: each patient's change label per domain, or each session's score (one
+    session, or a single-session analysis)."""
+    out: list[KeyFact] = []
+    for (p, d), series in sorted(view.scores.items()):
+        if d not in DOMAIN_AGENTS or not series:
+            continue
+        vs = sorted(series)
+        if len(vs) == 1 or analysis == "single_session":
+            out += [KeyFact("score", p, d, v, float(series[v].value)) for v in vs]
+        else:
+            ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
+            out.append(KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch)))
+    return out
+
+
+def _flag_key_facts(
+    view: FactsView, flags: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[KeyFact]:
+    """The final text's current red flags and incongruences (of each patient's latest visit)."""
+    out: list[KeyFact] = []
+    latest = {
+        p: max(v for (q, _d), ser in view.scores.items() if q == p for v in ser)
+        for p in view.patients
+    }
+    for r in flags.get("red_flags", []):
+        # the engine marks current flags (each instrument's latest assessment); rows without
+        # the mark (older results): the patient's latest visit
+        if not r.get("current", r["visit"] == latest.get(r["patient"])):
+            continue  # a flag of an earlier visit is history, not a current flag
+        out.append(
+            KeyFact(
+                "red_flag",
+                r["patient"],
+                r.get("domain"),
+                r["visit"],
+                float(r["value"]),
+                item=r["item"],
             )
-        for r in (flags or {}).get("incongruence", []):
-            if r["visit"] != latest.get(r["patient"]):
-                continue
-            out.append(KeyFact("incongruence", r["patient"], r["elevated_domain"], r["visit"]))
+        )
+    for r in flags.get("incongruence", []):
+        if r["visit"] != latest.get(r["patient"]):
+            continue
+        out.append(KeyFact("incongruence", r["patient"], r["elevated_domain"], r["visit"]))
     return out
 
 

@@ -109,7 +109,7 @@ def _digit_spans(m: re.Match[str]) -> tuple[tuple[int, int], ...]:
 
 def _patient_cues(text: str, taken: _Taken, low: str | None = None) -> list[Cue]:
     cues: list[Cue] = []
-    if not literal_scan.may_match_any(_PATIENT_PATTERNS, text, low):
+    if not literal_scan.may_match(_PATIENT_NEEDLE, text, low):
         return cues
     for m in literal_scan.finditer(PATIENTS_RE, text, low):
         if taken.mark(m.start(), m.end()):
@@ -210,7 +210,7 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
         for m in _item_matches(pat, text, low, words):
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "item", (codes, doms, m.group())))
-    if not literal_scan.may_match_any(_DOMAIN_PATTERNS, text, low):
+    if not literal_scan.may_match(_DOMAIN_NEEDLE, text, low):
         return cues
     for pat, dom in DOMAIN_RE:
         for m in literal_scan.finditer(pat, text, low):
@@ -297,6 +297,9 @@ def _item_matches(
 _ITEM_PREFIX = r"(?<![\w-])"
 _DOMAIN_PATTERNS = tuple(p for p, _d in DOMAIN_RE)
 _PATIENT_PATTERNS = (PATIENTS_RE, PATIENT_RE)
+#: the pretests of the two groups (literal_scan.may_match), built once at import
+_DOMAIN_NEEDLE = literal_scan.group_needle(_DOMAIN_PATTERNS)
+_PATIENT_NEEDLE = literal_scan.group_needle(_PATIENT_PATTERNS)
 _PUNCT = re.compile(r"[();]")
 _PUNCTUATION = {"(": "paren_open", ")": "paren_close", ";": "semicolon"}
 

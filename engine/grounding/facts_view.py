@@ -41,7 +41,9 @@ class FactsView:
             self.bands.setdefault(dom, []).append((level, min(vals), max(vals)))
         self.patients = sorted({p for p, _ in self.scores})
 
-    def series(self, patient: int, domain: str | None, items: frozenset[str] | None):
+    def series(
+        self, patient: int, domain: str | None, items: frozenset[str] | None
+    ) -> tuple[dict[int, FactValue] | None, str]:
         """(visit -> FactValue, label) of an item (the first one the ledger knows) or a domain."""
         if items:
             for code in sorted(items):
@@ -76,7 +78,8 @@ class FactsView:
         return None
 
 
-def _fv(f: FactValue) -> dict[str, Any]:
+def fact_dict(f: FactValue) -> dict[str, Any]:
+    """A ledger value as the plain record a verdict lists among the facts it matched."""
     return {
         "kind": f.kind,
         "value": f.value,
@@ -88,6 +91,8 @@ def _fv(f: FactValue) -> dict[str, Any]:
     }
 
 
-def _num(x: float) -> str:
+def num_text(x: float) -> str:
+    """A number as a verdict's reason writes it: an integer without decimals ("12", not "12.0"),
+    else its shortest form ("3.25")."""
     x = float(x)
     return str(int(x)) if x.is_integer() else f"{x:g}"

@@ -149,12 +149,13 @@ def guard_text(
     number (one LLM call); `fallback()` returns the deterministic facts-backend text. A prebuilt
     `LedgerIndex` may be passed to check several texts against one ledger (built once).
 
-    With `statements` (issue 12), every sentence must also be supported or neutral and the text
-    must state its key facts: an unsupported sentence is first *repaired* (removed, or replaced by
-    the facts text's sentence about the same patient and domain); the repaired text is released
-    when it passes, otherwise critique and regenerate, then the facts text. `record["released"]`
-    says which: as_written | repaired | regenerated | replaced. `repair=False` measures a text that
-    is released as it is (the facts backend's own text): its record is that text's, unrepaired."""
+    With `statements` (the statement check), every sentence must also be supported or neutral
+    and the text must state its key facts: an unsupported sentence is first *repaired* (removed,
+    or replaced by the facts text's sentence about the same patient and domain); the repaired
+    text is released when it passes, otherwise critique and regenerate, then the facts text.
+    `record["released"]` says which: as_written | repaired | regenerated | replaced.
+    `repair=False` measures a text that is released as it is (the facts backend's own text): its
+    record is that text's, unrepaired."""
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rounds = 0
     written = text
@@ -273,7 +274,7 @@ def _try_repair(
     if not bad or loose:
         return text, rec, stage
     source = fallback()
-    repaired, removed = repair_text(text, bad, source, idx, plan_patients)
+    repaired, removed = repair_text(text, bad, source)
     new = _check_all(repaired, idx, plan_patients, spec)
     entry = {"stage": stage, "removed": removed, "passed": _passed(new)}
     repairs.append(entry)
@@ -286,8 +287,6 @@ def repair_text(
     text: str,
     bad: Sequence[Mapping[str, Any]],
     source: str,
-    idx: LedgerIndex,
-    plan_patients: Sequence[int] = (),
 ) -> tuple[str, list[dict[str, Any]]]:
     """`text` without its unsupported sentences; each is replaced by the sentence of `source` (the
     facts text) about the same patients and domains when there is one not yet in the text."""

@@ -17,45 +17,8 @@ class LedgerIndex:
         self.ledger = list(ledger)
         self.patients = {f.patient for f in self.ledger if f.patient is not None}
         self.items_known = {f.item for f in self.ledger if f.kind == "item" and f.item}
-        # visits per patient (None: every patient's): each value's visit, and a visit row's value
-        visits: dict[int | None, set[int]] = {}
-        every: set[int] = set()
-        for f in self.ledger:
-            v = f.visit
-            if v is not None:
-                v = int(v)
-                got = visits.get(f.patient)
-                if got is None:
-                    visits[f.patient] = {v}
-                else:
-                    got.add(v)
-                every.add(v)
-            if f.kind == "visit" and f.patient is not None:
-                v = int(f.value)
-                visits.setdefault(f.patient, set()).add(v)
-                every.add(v)
-        if every:
-            visits.setdefault(None, set()).update(every)
-        self.visits = visits
-        self.dates: dict[int | None, dict[str, int | None]] = {}
-        shared_day: set[tuple[int | None, str]] = set()
-        # each distinct (patient, date, visit) once, in ledger order: a repeat changes nothing
-        for patient, date, visit in dict.fromkeys(
-            (f.patient, f.date, f.visit) for f in self.ledger if f.date
-        ):
-            if date:
-                for key in (patient, None):
-                    seen = self.dates.setdefault(key, {})
-                    if (key, date) in shared_day:
-                        continue
-                    old = seen.get(date)
-                    if old is not None and visit is not None and old != visit:
-                        # two visits on one day (issue 11: same-day sessions whose items differ
-                        # are separate assessments): the date names neither visit alone
-                        shared_day.add((key, date))
-                        seen[date] = None
-                    else:
-                        seen[date] = visit if visit is not None else old
+        self.visits = _visits_of(self.ledger)
+        self.dates = _dates_of(self.ledger)
         self.tokens = ledger_tokens(self.ledger)
         self._by_kind: dict[str, list[FactValue]] = {}
         self._by_kp: dict[tuple[str, int | None], list[FactValue]] = {}
@@ -63,6 +26,11 @@ class LedgerIndex:
         #: a claim about named items looks at those values only, not at every item of the patient
         self._by_ki: dict[tuple[str, str], list[int]] = {}
         self._by_kpi: dict[tuple[str, int | None, str], list[int]] = {}
+        self._index_kinds()
+        self._view: FactsView | None = None
+
+    def _index_kinds(self) -> None:
+        """Fill the look-ups by kind, (kind, patient), (kind, item) and (kind, patient, item)."""
         by_kind, by_kp = self._by_kind, self._by_kp
         by_ki, by_kpi = self._by_ki, self._by_kpi
         for i, f in enumerate(self.ledger):
@@ -81,7 +49,6 @@ class LedgerIndex:
             if f.item is not None:
                 by_ki.setdefault((k, f.item), []).append(i)
                 by_kpi.setdefault((k, f.patient, f.item), []).append(i)
-        self._view: FactsView | None = None
 
     @property
     def view(self) -> FactsView:
@@ -155,6 +122,55 @@ def _merged(parts: Iterable[list[int] | None]) -> list[int]:
     if len(lists) == 1:
         return lists[0]
     return sorted(i for p in lists for i in p)
+
+
+def _visits_of(ledger: Sequence[FactValue]) -> dict[int | None, set[int]]:
+    """The visits per patient (None: every patient's): each value's visit, and a visit row's
+    value."""
+    visits: dict[int | None, set[int]] = {}
+    every: set[int] = set()
+    for f in ledger:
+        v = f.visit
+        if v is not None:
+            v = int(v)
+            got = visits.get(f.patient)
+            if got is None:
+                visits[f.patient] = {v}
+            else:
+                got.add(v)
+            every.add(v)
+        if f.kind == "visit" and f.patient is not None:
+            v = int(f.value)
+            visits.setdefault(f.patient, set()).add(v)
+            every.add(v)
+    if every:
+        visits.setdefault(None, set()).update(every)
+    return visits
+
+
+def _dates_of(ledger: Sequence[FactValue]) -> dict[int | None, dict[str, int | None]]:
+    """The visit of each date per patient (None: every patient's); None for a date shared by two
+    visits of one patient."""
+    dates: dict[int | None, dict[str, int | None]] = {}
+    shared_day: set[tuple[int | None, str]] = set()
+    # each distinct (patient, date, visit) once, in ledger order: a repeat changes nothing
+    for patient, date, visit in dict.fromkeys(
+        (f.patient, f.date, f.visit) for f in ledger if f.date
+    ):
+        if date:
+            for key in (patient, None):
+                seen = dates.setdefault(key, {})
+                if (key, date) in shared_day:
+                    continue
+                old = seen.get(date)
+                if old is not None and visit is not None and old != visit:
+                    # two visits on one day (same-day sessions whose items differ are
+                    # separate assessments): the date names neither visit alone
+                    shared_day.add((key, date))
+                    seen[date] = None
+                else:
+                    seen[date] = visit if visit is not None else old
+    return dates
 
 
 def ledger_tokens(ledger: Sequence[FactValue]) -> set[str]:

@@ -2,7 +2,7 @@
 
 Python's `re` tries a pattern at every position of a text when the pattern begins with an
 assertion (`\\b`, a look-behind): most of the claim reader's patterns do, and those scans were a
-large part of a claim check (issue 16). Every match of such a pattern starts with the literal
+large part of a claim check. Every match of such a pattern starts with the literal
 prefix of one of its alternatives ("motor", "part", "updrs"); in an ASCII text, lower-cased, those
 prefixes are found with `str.find`, and the pattern is tried only there, left to right and without
 overlaps, exactly as `finditer` scans (look-behinds and `\\b` still see the text before each
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
 from re import _constants as _sre  # the parsed form, to read literal prefixes
 from re._parser import parse as _sre_parse
 from typing import Any
@@ -22,24 +23,23 @@ from engine.grounding import run_memo
 _ASSERTS = (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)
 
 
-#: id(pattern) -> (pattern, its prefixes): a compiled pattern hashes its whole code (microseconds
-#: for the content patterns), so the cache is keyed by identity; holding the pattern keeps its id
-_PREFIXES: dict[int, tuple[re.Pattern[str], tuple[str, ...] | None]] = {}
-
-
 def first_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
     """The lower-cased literal prefixes one of which every match of `pattern` starts with (None
     when some alternative has none). Only for case-insensitive or letter-free prefixes: with a
     case-sensitive pattern a lower-cased prefix would also find other cases (harmless: the
     pattern is still tried), so the set stays a superset of the starts."""
-    hit = _PREFIXES.get(id(pattern))
-    if hit is not None and hit[0] is pattern:
-        return hit[1]
-    if len(_PREFIXES) > 8192:
-        _PREFIXES.clear()
-    out = _literal_prefixes(pattern)
-    _PREFIXES[id(pattern)] = (pattern, out)
-    return out
+    return _source_prefixes(pattern.pattern, pattern.flags)
+
+
+@lru_cache(maxsize=8192)
+def _source_prefixes(source: str, flags: int) -> tuple[str, ...] | None:
+    """`first_literals` of the pattern compiled from `source` and `flags`, once per pattern: it
+    is keyed by the source and flags (a str caches its hash), not by the compiled pattern, whose
+    hash covers its whole code (microseconds for the content patterns)."""
+    out = _prefixes(_sre_parse(source, flags).data)
+    if any(not p for p in out):
+        return None
+    return tuple(sorted(set(out)))  # empty: no alternative can start in an ASCII text
 
 
 def _outer_items(part: str) -> list[Any]:
@@ -117,13 +117,6 @@ def _literal_run(items: Any) -> str:
     return "".join(out)
 
 
-def _literal_prefixes(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
-    out = _prefixes(_sre_parse(pattern.pattern, pattern.flags).data)
-    if any(not p for p in out):
-        return None
-    return tuple(sorted(set(out)))  # empty: no alternative can start in an ASCII text
-
-
 def _prefixes(items: Any) -> list[str]:
     """Literal prefixes of a parsed sequence: a run of literals, or, when it starts with a group
     or a branch, the prefixes of each alternative of that group (a match starts with one); an
@@ -192,7 +185,7 @@ def finditer(
         # starts found once per run, the window's taken by bisection (a start whose prefix runs
         # past the window end is tried and fails, as the truncated scan would not start there)
         every = run_memo.cached(
-            ("literal_starts", id(pattern), text),  # the pattern is held by _PREFIXES
+            ("literal_starts", prefixes, text),  # the starts depend on these two only
             lambda: _starts(prefixes, text.lower() if low is None else low, 0, len(text)),
         )
         starts = every[bisect_left(every, pos) : bisect_left(every, end)]
@@ -209,28 +202,25 @@ def finditer(
     return out
 
 
-_GROUPS: dict[tuple[int, ...], tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None]] = {}
+def group_needle(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str] | None:
+    """One pattern that finds, in a lower-cased ASCII text, any literal prefix of `patterns`
+    (None when some pattern has no literal prefixes): built once per group, at import, by the
+    module that scans the group (`may_match`)."""
+    prefixes: set[str] = set()
+    for p in patterns:
+        got = first_literals(p)
+        if got is None:
+            return None
+        prefixes.update(got)
+    if not prefixes:
+        return None
+    return re.compile("|".join(re.escape(x) for x in sorted(prefixes, key=len, reverse=True)))
 
 
-def may_match_any(patterns: tuple[re.Pattern[str], ...], text: str, low: str | None) -> bool:
-    """False only when none of `patterns` can match the ASCII text: none of their literal
-    prefixes occurs in it (one scan for the group; a pretest before scanning each pattern)."""
+def may_match(needle: re.Pattern[str] | None, text: str, low: str | None) -> bool:
+    """False only when none of the patterns of `needle` (`group_needle`) can match the ASCII
+    text: none of their literal prefixes occurs in it (one scan for the group; a pretest before
+    scanning each pattern)."""
     if low is None or not text.isascii():
         return True
-    key = tuple(id(p) for p in patterns)
-    hit = _GROUPS.get(key)  # the entry holds the patterns: their ids stay theirs
-    if hit is None:
-        prefixes: set[str] = set()
-        for p in patterns:
-            got = first_literals(p)
-            if got is None:
-                prefixes = set()
-                break
-            prefixes.update(got)
-        if prefixes:
-            alt = "|".join(re.escape(x) for x in sorted(prefixes, key=len, reverse=True))
-            hit = (patterns, re.compile(alt))
-        else:
-            hit = (patterns, None)
-        _GROUPS[key] = hit
-    return hit[1] is None or hit[1].search(low) is not None
+    return needle is None or needle.search(low) is not None

@@ -118,10 +118,18 @@ def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
     if _DIGIT.search(text) is None:
         return ()  # every number, date and digit-bearing name has a digit
     taken = bytearray(len(text))  # 1 = claimed by a name or a date
-    out: list[NumberToken] = []
     low = text.lower() if text.isascii() else None
     for m in NOT_NUMBERS.finditer(text) if low is None else _NOT_NUMBERS_LOW.finditer(low):
         taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+    out = _date_tokens(text, low, taken)
+    out += _number_tokens(text, taken)
+    out.sort(key=lambda t: t.start)
+    return tuple(out)
+
+
+def _date_tokens(text: str, low: str | None, taken: bytearray) -> list[NumberToken]:
+    """The dates of `text` not inside a taken span (names), marking each one taken."""
+    out: list[NumberToken] = []
     # every date spelling has a year 19xx or 20xx
     years = "19" in text or "20" in text
     month = years and literal_scan.search(_MONTH_WORD, text, low) is not None
@@ -147,6 +155,13 @@ def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
                     date=iso,
                 )
             )
+    return out
+
+
+def _number_tokens(text: str, taken: bytearray) -> list[NumberToken]:
+    """The numbers of `text` outside the taken spans (names, dates): percents, ordinals, bare
+    years (as dates) and plain numbers."""
+    out: list[NumberToken] = []
     for m in NUMBER_RE.finditer(text):
         if taken.find(1, m.start(), m.end()) >= 0:
             continue
@@ -174,8 +189,7 @@ def _paragraph_numbers(text: str) -> tuple[NumberToken, ...]:
                 decimals=decimals,
             )
         )
-    out.sort(key=lambda t: t.start)
-    return tuple(out)
+    return out
 
 
 def _iso(m: re.Match[str]) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.grounding import literal_scan
@@ -151,7 +152,7 @@ class _SentenceReader:
         for _pos, typ, i in events:
             if typ == 0:
                 c = self.cues[i]
-                getattr(self, f"_on_{c.kind}")(c)
+                _ON_CUE[c.kind](self, c)
             elif self.value_toks[i].kind == "date":
                 self._on_date(self.value_toks[i])
             else:
@@ -170,10 +171,10 @@ class _SentenceReader:
 
     # ---- cues
 
-    def _on_paren_open(self, c: Cue) -> None:
+    def _on_paren_open(self, _cue: Cue) -> None:
         self.stack.append(self.scope.copy())
 
-    def _on_paren_close(self, c: Cue) -> None:
+    def _on_paren_close(self, _cue: Cue) -> None:
         if self.stack:
             keep_patient = self.scope.patient
             self.scope = self.stack.pop()
@@ -368,6 +369,20 @@ class _SentenceReader:
         self.scope.visit = lv
         if lv is not None:
             self.out.anchor((self.pi, self.scope.patient, self.scope.domain), lv, later[0].start)
+
+
+#: the reader's step for each kind of cue (cues.Cue.kind): a closed set, one handler each
+_ON_CUE: dict[str, Callable[[_SentenceReader, Cue], None]] = {
+    "paren_open": _SentenceReader._on_paren_open,
+    "paren_close": _SentenceReader._on_paren_close,
+    "semicolon": _SentenceReader._on_semicolon,
+    "patient": _SentenceReader._on_patient,
+    "patients": _SentenceReader._on_patients,
+    "visit": _SentenceReader._on_visit,
+    "ref_visit": _SentenceReader._on_ref_visit,
+    "domain": _SentenceReader._on_domain,
+    "item": _SentenceReader._on_item,
+}
 
 
 def _settle_kind(cl: Claim) -> None:

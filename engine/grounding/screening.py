@@ -166,7 +166,7 @@ def screen(
         if low is not None and needs is not None and not any(w in low for w in needs):
             continue
         for m in literal_scan.finditer(pat, text, low):
-            if rule == "prescriptive_treatment" and _is_score_statement(text, m):
+            if rule == "prescriptive_treatment" and _is_score_statement(m):
                 continue
             findings.append(
                 {"rule": rule, "message": message, "span": [m.start(), m.end()], "text": m.group()}
@@ -199,7 +199,7 @@ def screen(
     return _dedupe(findings)
 
 
-def _is_score_statement(text: str, m: re.Match[str]) -> bool:
+def _is_score_statement(m: re.Match[str]) -> bool:
     """'increase in the motor score', 'treatment' as part of 'treatment context' are not advice."""
     s = m.group().lower()
     return bool(re.search(r"\b(?:score|scores|points?|items?)\b", s)) and not re.search(

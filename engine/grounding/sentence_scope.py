@@ -21,7 +21,10 @@ ALL_DOMAINS = re.compile(
 
 
 @dataclass
-class _SentenceCtx:
+class SentenceCtx:
+    """One sentence of a paragraph's work text, for the word checks: its bounds `[s0, s1)`, its
+    cues and the paragraph's (for the patient carried over from earlier sentences)."""
+
     text: str
     s0: int
     s1: int
@@ -37,6 +40,7 @@ class _SentenceCtx:
         self.subject_cues = [c for c in self.cues if c.kind in ("domain", "item")]
 
     def clause(self, pos: int) -> tuple[int, int]:
+        """The bounds of the clause of the sentence that holds `pos`."""
         a, b = self.s0, self.s1
         for m in CLAUSE_SPLIT.finditer(self.text, self.s0, self.s1):
             # a comma inside "from 12 at visit 1 to 9" or a list of domains does not end a clause
@@ -66,8 +70,8 @@ def _para_start(text: str, pos: int) -> int:
     return 0 if i < 0 else i
 
 
-def _subjects(
-    ctx: _SentenceCtx, a: int, b: int, pos: int
+def subjects_of(
+    ctx: SentenceCtx, a: int, b: int, pos: int
 ) -> list[tuple[str | None, frozenset[str] | None, str]]:
     """(domain, items, phrase) cues in [a, b); the clause first, then the sentence."""
 
@@ -90,7 +94,7 @@ def _subjects(
     return [subj(after[0])] if after else []
 
 
-def _visits_in(ctx: _SentenceCtx, a: int, b: int) -> tuple[list[tuple[str, Any, str]], bool]:
+def visits_in(ctx: SentenceCtx, a: int, b: int) -> tuple[list[tuple[str, Any, str]], bool]:
     """Visit cues in [a, b) as (kind, value, text); whether a 'latest' cue is among them."""
     out = []
     for c in ctx.cues:
@@ -99,7 +103,9 @@ def _visits_in(ctx: _SentenceCtx, a: int, b: int) -> tuple[list[tuple[str, Any, 
     return out, any(v == "latest" for _, v, _ in out)
 
 
-def _resolve_visit(value: Any, cue_text: str, series: Mapping[int, Any]) -> int | None:
+def resolve_visit(value: Any, cue_text: str, series: Mapping[int, Any]) -> int | None:
+    """The visit of `series` a visit cue names ("latest" = its last visit, "baseline" = its
+    first); None for "the previous visit", a list of visits, or no value."""
     visits = sorted(series)
     if not visits:
         return None
@@ -114,27 +120,32 @@ def _resolve_visit(value: Any, cue_text: str, series: Mapping[int, Any]) -> int 
     return int(value) if value is not None else None
 
 
-def _span(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> tuple[int, int] | None:
+def visit_span(
+    ctx: SentenceCtx, a: int, b: int, series: Mapping[int, Any]
+) -> tuple[int, int] | None:
+    """The (first, last) visits of `series` that the clause [a, b) spans: "from A to B",
+    "between A and B", "since A" (to the latest), "at V" (from the previous visit to V); without a
+    visit in the clause, the sentence's, else the whole series. None for an empty series."""
     visits = sorted(series)
     if not visits:
         return None
-    cues, _ = _visits_in(ctx, a, b)
+    cues, _ = visits_in(ctx, a, b)
     if not cues:
         # no visit in the clause: the sentence's span when it names one ("from baseline to visit
         # 3, ..., stable"), else the whole selected series ("moderate at the latest assessment;
         # no clinically meaningful change")
-        cues, _ = _visits_in(ctx, ctx.s0, ctx.s1)
+        cues, _ = visits_in(ctx, ctx.s0, ctx.s1)
         named = [c for c in cues if c[0] == "ref_visit" or isinstance(c[1], list)]
         if len(cues) < 2 and not named:
             return visits[0], visits[-1]
-    refs = [_resolve_visit(v, t, series) for k, v, t in cues if k == "ref_visit"]
+    refs = [resolve_visit(v, t, series) for k, v, t in cues if k == "ref_visit"]
     ats: list[int | None] = []
     for k, v, t in cues:
         if k == "visit":
             if isinstance(v, list):
                 ats += [int(x) for x in v]
             else:
-                ats.append(_resolve_visit(v, t, series))
+                ats.append(resolve_visit(v, t, series))
     refs = [r for r in refs if r is not None]
     ats = [x for x in ats if x is not None]
     if refs and ats:
@@ -149,29 +160,33 @@ def _span(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> tuple
     return visits[0], visits[-1]
 
 
-def _listed_visits(ctx: _SentenceCtx, a: int, b: int) -> list[int]:
+def listed_visits(ctx: SentenceCtx, a: int, b: int) -> list[int]:
     """The visits of a list cue in the clause [a, b) ("severe at visits 2 and 3"): a word
     scoped by such a list holds at each of them. Empty when the clause names no list."""
-    cues, _ = _visits_in(ctx, a, b)
+    cues, _ = visits_in(ctx, a, b)
     for k, v, _t in reversed(cues):
         if k == "visit" and isinstance(v, list):
             return [int(x) for x in v]
     return []
 
 
-def _at_visit(ctx: _SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> int | None:
-    cues, _ = _visits_in(ctx, a, b)
+def at_visit(ctx: SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> int | None:
+    """The one visit of `series` the clause [a, b) (else the sentence) names, its last single
+    visit cue; the series' latest visit when it names none (None for an empty series)."""
+    cues, _ = visits_in(ctx, a, b)
     if not cues:
-        cues, _ = _visits_in(ctx, ctx.s0, ctx.s1)
+        cues, _ = visits_in(ctx, ctx.s0, ctx.s1)
     for k, v, t in reversed(cues):
         if k == "visit" and not isinstance(v, list):
-            r = _resolve_visit(v, t, series)
+            r = resolve_visit(v, t, series)
             if r is not None:
                 return r
     return max(series) if series else None
 
 
-def _who(ctx: _SentenceCtx, pos: int, only_patient: int | None) -> list[int]:
+def patients_for(ctx: SentenceCtx, pos: int, only_patient: int | None) -> list[int]:
+    """The patient(s) a word at `pos` is about: the nearest patient cue before it in the
+    paragraph, else the plan's only patient (none when there is neither)."""
     ps = ctx.patients_at(pos, _para_start(ctx.text, ctx.s0))
     if ps:
         return ps

@@ -3,11 +3,13 @@ matched) and the report of a whole text."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.grounding.claim_report import ClaimReport
-from engine.grounding.facts_view import _fv
+from engine.grounding.facts_view import fact_dict
+from engine.types import FactValue
 
 
 @dataclass
@@ -19,6 +21,11 @@ class SentenceVerdict:
     facts: list[dict[str, Any]] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)  # which checks failed (for eval / tests)
     paragraph: int = 0
+
+    def fail(self, category: str, reason: str) -> None:
+        """A failed assertion of the sentence: its reason, and which check failed."""
+        self.reasons.append(reason)
+        self.categories.append(category)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,12 +57,14 @@ class StatementReport:
         return len(self.unsupported) / n if n else 0.0
 
 
-def _fail(v: SentenceVerdict, category: str, reason: str) -> None:
-    v.reasons.append(reason)
-    v.categories.append(category)
-
-
-def _assertion(kind, word, patient, series, span, facts, view) -> dict[str, Any]:
+def assertion_record(
+    kind: str,
+    word: str,
+    patient: int,
+    series: Mapping[int, FactValue],
+    span: tuple[int, int] | None,
+    facts: Iterable[FactValue],
+) -> dict[str, Any]:
     """A verified word assertion with the ledger values it matched."""
     first = next(iter(series.values()))
     item = first.item if first.kind == "item" else None
@@ -66,5 +75,5 @@ def _assertion(kind, word, patient, series, span, facts, view) -> dict[str, Any]
         "domain": first.domain,
         "item": item,
         "span": list(span) if span else None,
-        "values": [_fv(f) for f in facts],
+        "values": [fact_dict(f) for f in facts],
     }

@@ -1,4 +1,4 @@
-"""Statement-level grounding (issue 12): a verdict for every sentence of a text.
+"""Statement-level grounding: a verdict for every sentence of a text.
 
 Each sentence is
 - **supported**: every clinical assertion in it maps to ledger facts (numbers through the claim
@@ -41,23 +41,23 @@ from engine.grounding.claim import Claim
 from engine.grounding.claim_report import allowed_patients, check_text, judged_paragraph
 from engine.grounding.cues import Cue as _Cue
 from engine.grounding.cues import find_cues
-from engine.grounding.facts_view import FactsView, _fv
+from engine.grounding.facts_view import FactsView, fact_dict
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.lexicon import assertions, content_hits, is_neutral
 from engine.grounding.number_words import digitise
 from engine.grounding.numbers import normalise
 from engine.grounding.paragraphs import paragraphs
 from engine.grounding.run_memo import cached
-from engine.grounding.sentence_scope import _SentenceCtx
+from engine.grounding.sentence_scope import SentenceCtx
 from engine.grounding.sentence_verdict import SentenceVerdict, StatementReport
 from engine.grounding.sentences import split_sentences
-from engine.grounding.word_checks import _check_periods, _check_words
+from engine.grounding.word_checks import check_periods, check_words
 from engine.types import FactValue
 
 __all__ = ["FactsView", "SentenceVerdict", "StatementReport", "check_statements"]
 
 
-def _claim_facts(c: Claim, idx: LedgerIndex) -> dict[str, Any]:
+def _claim_facts(c: Claim) -> dict[str, Any]:
     """A checked number with the ledger values it matched (none for identifiers and lenient
     numbers without context)."""
     matched = list(c.matched)[:4] if c.role == "value" and c.status == "correct" else []
@@ -67,7 +67,7 @@ def _claim_facts(c: Claim, idx: LedgerIndex) -> dict[str, Any]:
         "role": c.role,
         "kind": c.kind,
         "context": c.describe(),
-        "values": [_fv(f) for f in matched],
+        "values": [fact_dict(f) for f in matched],
     }
 
 
@@ -145,17 +145,17 @@ def _paragraph_verdicts(
             v.status = "neutral"
             out.append(v)
             continue
-        ctx = _SentenceCtx(work, s0, s1, pi, in_sentence(s0, s1), cues, wlow)
+        ctx = SentenceCtx(work, s0, s1, pi, in_sentence(s0, s1), cues, wlow)
         claims = claims_in(s0, s1)
         asserted = 0
-        period_spans = _check_periods(ctx, view, only_patient, v)
+        period_spans = check_periods(ctx, view, only_patient, v)
         for c in claims:
             if any(a <= c.start < b for a, b in period_spans):
                 continue
             if c.supported:
                 # a bare patient id names who the sentence is about; it asserts nothing by itself
                 asserted += c.role != "patient"
-                v.facts.append(_claim_facts(c, idx))
+                v.facts.append(_claim_facts(c))
             else:
                 v.reasons.append(f"'{c.text}' ({c.describe()}): {c.reason or c.status}")
                 v.categories.append("number" if c.role == "value" else c.role)
@@ -170,7 +170,7 @@ def _paragraph_verdicts(
         for m in literal_scan.finditer(_ID_LIST_DECIMAL, work, wlow, s0, s1):
             v.reasons.append(f"'{m.group(1)}' in a list of patient ids is not a patient id")
             v.categories.append("patient")
-        asserted += _check_words(ctx, view, claims, only_patient, v)
+        asserted += check_words(ctx, view, claims, only_patient, v)
         if not v.reasons and asserted == 0:
             v.reasons.append(
                 "states nothing the facts support (no checked assertion, not a listed safe form)"

@@ -23,9 +23,7 @@ _PAIR_FACT_KINDS = ("pair", "delta", "cumulative", "slope", "slope_year")
 
 def judge(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
     """Set the claim's status, reason, expected values and matched ledger values."""
-    {"patient": _judge_patient, "visit": _judge_visit, "date": _judge_date}.get(
-        cl.role, _judge_value
-    )(cl, idx, allowed)
+    _JUDGES.get(cl.role, _judge_value)(cl, idx, allowed)
 
 
 def _judge_patient(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
@@ -41,7 +39,7 @@ def _judge_patient(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.status = "correct"
 
 
-def _judge_visit(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
+def _judge_visit(cl: Claim, idx: LedgerIndex, _allowed: set[int]) -> None:
     v = int(cl.value)
     known = idx.visits.get(cl.patient if cl.patient in idx.visits else None, set())
     if not idx.visits:
@@ -56,7 +54,7 @@ def _judge_visit(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.status, cl.reason = "wrong", f"{who} has no visit {v} (visits {sorted(known)})"
 
 
-def _judge_date(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
+def _judge_date(cl: Claim, idx: LedgerIndex, _allowed: set[int]) -> None:
     iso = cl.date or ""
     dates = idx.dates.get(cl.patient if cl.patient in idx.dates else None, {})
     hits = [d for d in dates if d.startswith(iso)]
@@ -81,7 +79,7 @@ def _judge_date(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.expected = sorted(exp)[:6]
 
 
-def _judge_value(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
+def _judge_value(cl: Claim, idx: LedgerIndex, _allowed: set[int]) -> None:
     if not cl.context:
         ok = canonical(cl.value) in idx.tokens
         cl.status = "lenient_supported" if ok else "lenient_unsupported"
@@ -104,6 +102,14 @@ def _judge_value(cl: Claim, idx: LedgerIndex, allowed: set[int]) -> None:
         cl.status, cl.matched = "correct", good
         return
     _explain_wrong(cl, facts)
+
+
+#: the judge of each claim role with its own rule; every other role is judged as a value
+_JUDGES: dict[str, Callable[[Claim, LedgerIndex, set[int]], None]] = {
+    "patient": _judge_patient,
+    "visit": _judge_visit,
+    "date": _judge_date,
+}
 
 
 def _judge_visit_list(cl: Claim, idx: LedgerIndex) -> None:
@@ -276,7 +282,7 @@ def _count_items(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
     return idx.find(["count"], patient=cl.patient, visit=cl.visit, domain=d) + consts
 
 
-def _count_patients(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
+def _count_patients(_cl: Claim, idx: LedgerIndex) -> list[FactValue]:
     return idx.find(["count"]) + [
         FactValue("count", float(len(idx.patients)), label="number of patients")
     ]

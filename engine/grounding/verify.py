@@ -1,4 +1,4 @@
-"""Whole-text verification (issue 12): sentence verdicts plus key-fact coverage, in one record.
+"""Whole-text verification: sentence verdicts plus key-fact coverage, in one record.
 
 `verify_text(...)` is what the guard, `marag check` and the evaluation call: it runs the statement
 checker (`statements.py`) and the coverage check (`coverage.py`) and returns the JSON-ready record

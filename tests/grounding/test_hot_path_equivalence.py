@@ -387,10 +387,17 @@ def _scan_patterns():
 
     pats += [*numbers.DATE_PATTERNS, numbers._MONTH_WORD, screening.PATIENT_CUE]
     pats += [number_words.CARDINAL_RE, number_words.ORDINAL_RE]
-    from engine.grounding import statements, word_checks
+    from engine.grounding import (
+        comparison_checks,
+        presence_checks,
+        severity_checks,
+        statements,
+        word_checks,
+    )
 
-    pats += [word_checks.SEVERITY_RE, word_checks.COMPARATIVE_RE, word_checks.SUPERLATIVE_RE]
-    pats += [word_checks.PERIOD_RE, word_checks.ZERO_RE, statements._ID_LIST_DECIMAL]
+    pats += [severity_checks.SEVERITY_RE]
+    pats += [comparison_checks.COMPARATIVE_RE, comparison_checks.SUPERLATIVE_RE]
+    pats += [word_checks.PERIOD_RE, presence_checks.ZERO_RE, statements._ID_LIST_DECIMAL]
     pats += [cues_mod._ANY_KIND_BEFORE, cues_mod._ANY_KIND_AFTER]
     pats += [p for p, _k in voc.KIND_AFTER + voc.KIND_BEFORE]
     pats += [p for _r, _m, p in screening.RULES]
@@ -608,12 +615,13 @@ def test_price_alternatives_are_pre_tested_by_any_of_their_literals():
     assert not lexicon._present_parts(texts[-1].lower())["price"]
 
 
-def test_may_match_any_is_false_only_when_no_pattern_matches():
+def test_may_match_is_false_only_when_no_pattern_matches():
     import random
 
     from engine.grounding import literal_scan
 
     group = cues_mod._DOMAIN_PATTERNS
+    needle = literal_scan.group_needle(group)
     rng = random.Random(4)
     words = ["motor", "Part", "UPDRS", "non", "QoL", "pdq", "total", "visit", "x", " ", "(", "3"]
     texts = TEXTS + [
@@ -622,7 +630,7 @@ def test_may_match_any_is_false_only_when_no_pattern_matches():
     seen_false = 0
     for text in texts:
         low = text.lower() if text.isascii() else None
-        if not literal_scan.may_match_any(group, text, low):
+        if not literal_scan.may_match(needle, text, low):
             seen_false += 1
             assert not any(p.search(text) for p in group), text
     assert seen_false > 20
