@@ -45,9 +45,12 @@ postgres-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
-# Import contracts (pyproject [tool.importlinter]) first: an upward import fails before any test runs.
+# Import contracts (pyproject [tool.importlinter]) and the structure rules (tools/check_structure.py:
+# module and function size, private imports, module caches, issue numbers, every engine module in a
+# layer) first: a violation fails before any test runs.
 test: $(STAMP) browser-deps postgres-deps
 	$(VENV)/bin/lint-imports
+	$(PY) tools/check_structure.py
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 test-fast: $(STAMP)
@@ -55,6 +58,7 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
+	$(PY) tools/check_structure.py
 
 bench: $(STAMP)
 	$(PY) bench/bench_kb.py
