@@ -181,9 +181,9 @@ def test_ledger_and_final_text_do_not_grow_with_the_cohort(tmp_path):
         assert r.cohort["n_patients"] == n and len(r.cohort["ranking"]) == n
         assert r.verification["unsupported"] == [] and r.verification["numbers"] > 0
         bound = (
-            cohort_table.SCOPE_RANKING
-            + cohort_table.SCOPE_PDQ8
-            + 2 * cohort_table.SCOPE_EXTREMES * len(r.cohort["domain_stats"])
+            table_stats.SCOPE_RANKING
+            + table_stats.SCOPE_PDQ8
+            + 2 * table_stats.SCOPE_EXTREMES * len(r.cohort["domain_stats"])
             + len(r.cohort["ties"])
         )
         assert len({v.patient for v in r.ledger if v.patient is not None}) <= bound
