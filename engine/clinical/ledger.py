@@ -18,6 +18,8 @@ from engine.clinical.findings import Findings, findings_values
 from engine.contexts import Contexts
 from engine.types import Fact, FactValue, SeriesRow, ValueKind
 
+#: threshold name of the swing floor in the ledger (read by the statement checker)
+SWING_MIN = "course_swing_min_points"
 ROUND_TOL = 0.005  # values shown at 2 decimals
 NUMBER_TOKEN_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 
@@ -368,6 +370,16 @@ def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
                 )
             )
     profiles = {p for p, _ in pairs}
+    if pairs:  # the swing floor of a fluctuating course (engine.clinical.course.is_fluctuating)
+        out.append(
+            FactValue(
+                "threshold",
+                float(course_rules(str(ctx.directory))["course"]["swing_min_points"]),
+                item=SWING_MIN,
+                label="smallest swing of a fluctuating course",
+                source="contexts/thresholds.json course.swing_min_points",
+            )
+        )
     for rule in ctx.red_flags:
         if profiles & set(rule.items):
             out.append(

@@ -274,7 +274,7 @@ def _direction_span(
     )
     desc = f"{num_text(fa.value)} at visit {a} to {num_text(fb.value)} at visit {b} ({fact_label})"
     if label == "fluctuating":  # a pattern of the whole selected series
-        return _fluctuating(series, neg, desc)
+        return _fluctuating(series, neg, desc, view, domain)
     if label == "peaked":
         return _peaked(series, ctx, ca, cb)
     ok = _direction_ok(label, fact_label, change, neg)
@@ -282,17 +282,16 @@ def _direction_span(
 
 
 def _fluctuating(
-    series: Mapping[int, FactValue], neg: bool, desc: str
+    series: Mapping[int, FactValue], neg: bool, desc: str, view: FactsView, domain: str | None
 ) -> tuple[bool, list[FactValue], str]:
-    """ "Fluctuating": the whole selected series changes direction at least once."""
+    """ "Fluctuating": the whole selected series swings both ways by the engine's one definition
+    (engine.clinical.course.is_fluctuating, through the view's MCID and swing floor)."""
     visits = sorted(series)
-    vals = [float(series[x].value) for x in visits]
-    d = [y - x for x, y in zip(vals, vals[1:], strict=False)]
-    ok = any(x > 0 for x in d) and any(x < 0 for x in d)
+    ok = view.fluctuating(domain, [float(series[x].value) for x in visits])
     return (
         (not ok if neg else ok),
         [series[x] for x in visits],
-        desc + ", no change of direction" if not ok else desc,
+        desc + ", no swing both ways of the size a fluctuating course needs" if not ok else desc,
     )
 
 

@@ -1,12 +1,18 @@
 """The ledger read as series for the statement checker: scores per (patient, domain), item ratings
-per (patient, item), MCIDs, severity bands and visit dates. Every value here is a ledger value;
-nothing is recomputed from the fact table."""
+per (patient, item), MCIDs, severity bands, the swing floor and visit dates. Every value here is a
+ledger value; nothing is recomputed from the fact table. The judgements over them (the MCID label,
+a fluctuating course) are the clinical core's own functions (engine.clinical.series.classify,
+engine.clinical.course.is_fluctuating), so the checker and the writers cannot disagree."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from engine.clinical.course import is_fluctuating
+from engine.clinical.ledger import SWING_MIN
+from engine.clinical.series import classify
+from engine.contexts import Mcid
 from engine.grounding.lexicon import assertions
 from engine.types import FactValue
 
@@ -22,6 +28,8 @@ class FactsView:
         self.mcid: dict[str, dict[str, float]] = {}
         self.bands: dict[str, list[tuple[str, float | None, float | None]]] = {}
         self.dates: dict[int, dict[int, str]] = {}
+        #: the smallest swing of a fluctuating course (0 when the ledger does not carry it)
+        self.swing_min = 0.0
         bounds: dict[tuple[str, str], list[float]] = {}
         for f in ledger:
             if f.kind == "score" and f.patient is not None and f.visit is not None and f.domain:
@@ -30,6 +38,8 @@ class FactsView:
                 self.items.setdefault((f.patient, f.item), {})[int(f.visit)] = f
                 if f.domain:
                     self.item_domain[f.item] = f.domain
+            elif f.kind == "threshold" and f.item == SWING_MIN:
+                self.swing_min = float(f.value)
             elif f.kind == "threshold" and f.domain and f.item:
                 if f.item.startswith("mcid_"):
                     self.mcid.setdefault(f.domain, {})[f.item[5:]] = float(f.value)
@@ -56,15 +66,21 @@ class FactsView:
             return (s, domain) if s else (None, "")
         return None, ""
 
-    def label(self, domain: str | None, change: float) -> str:
+    def mcid_of(self, domain: str | None) -> Mcid | None:
+        """The domain's MCID pair as the ledger states it (None: no MCID, direction only)."""
         m = self.mcid.get(domain or "")
         if not m or "worsening" not in m or "improvement" not in m:
-            return "worsened" if change > 0 else "improved" if change < 0 else "unchanged"
-        if change >= m["worsening"]:
-            return "worsened"
-        if change <= m["improvement"]:
-            return "improved"
-        return "stable"
+            return None
+        return Mcid(m["improvement"], m["worsening"], "ledger")
+
+    def label(self, domain: str | None, change: float) -> str:
+        """The change label by the engine's one MCID rule (engine.clinical.series.classify)."""
+        return classify(change, self.mcid_of(domain)).label
+
+    def fluctuating(self, domain: str | None, values: Sequence[float]) -> bool:
+        """Whether a series of one domain fluctuates by the engine's one definition."""
+        deltas = [b - a for a, b in zip(values, values[1:], strict=False)]
+        return is_fluctuating(deltas, self.mcid_of(domain), self.swing_min)
 
     def band(self, domain: str, value: float) -> str | None:
         """The band word of a domain score: 0 on a banded scale is the zero level ("normal": every

@@ -99,3 +99,26 @@ def test_neutral_sentence_and_facts_matched(ledger):
     matched = [v for f in rep.sentences[1].facts for v in f.get("values", [])]
     assert {"kind": "score", "value": 13, "patient": 5, "visit": 4}.items() <= matched[0].items()
     assert rep.passed and rep.unsupported_rate == 0.0
+
+
+def test_fluctuating_is_the_engine_definition_in_the_checker():
+    """The checker reads "fluctuating" as engine.clinical.course.is_fluctuating does: a swing
+    both ways of at least max(MCID, swing floor); 30 -> 31 -> 30 is not fluctuating."""
+    from engine.clinical.ledger import SWING_MIN
+    from engine.grounding.statements import check_statements
+    from engine.types import FactValue
+
+    def ledger(values):
+        out = [FactValue("threshold", 10.0, item=SWING_MIN)]
+        out += [FactValue("threshold", 4.63, domain="motor", item="mcid_worsening")]
+        out += [FactValue("threshold", -3.25, domain="motor", item="mcid_improvement")]
+        for v, x in enumerate(values, 1):
+            out.append(FactValue("visit", v, 5, v, date=f"2021-0{v}-01"))
+            out.append(FactValue("score", x, 5, v, "motor", label=f"motor score, visit {v}"))
+        return out
+
+    small = "Patient 5's motor score fluctuated between visit 1 and visit 3."
+    rep = check_statements(small, ledger([30, 31, 30]), [5])
+    assert not rep.passed and "no swing both ways" in " ".join(rep.sentences[0].reasons)
+    rep = check_statements(small, ledger([20, 32, 18]), [5])
+    assert rep.passed, [(s.text, s.reasons) for s in rep.sentences]
