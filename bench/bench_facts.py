@@ -163,7 +163,37 @@ def raw_patient_series(df, patients):
     return out
 
 
+def raw_visit_filtered(df, domain: str, visit_filter: str):
+    """The cohort mean and max of one domain over the sessions a visit filter keeps: baseline and
+    latest per patient and instrument (its own assessments), visit N by the shared index."""
+    d = raw_off(df, "updrs").dropna(subset=[f"score_{domain}"])
+    if visit_filter == "baseline":
+        d = d.groupby("proj_id").head(1)
+    elif visit_filter == "latest_visit":
+        d = d.groupby("proj_id").tail(1)
+    else:
+        d = d[d["visit"] == int(visit_filter.split("_")[1])]
+    return round(d[f"score_{domain}"].mean(), 2), d[f"score_{domain}"].max()
+
+
+#: visit-filtered cohort questions: (query, visit filter)
+FILTERED_QUERIES = {
+    "cohort: average motor at the latest visit": (
+        "What is the average motor score at the latest visit?",
+        "latest_visit",
+    ),
+    "cohort: average motor at baseline": (
+        "What is the average motor score at baseline?",
+        "baseline",
+    ),
+    "cohort: average motor at visit 2": ("What is the average motor score at visit 2?", "visit_2"),
+}
+
 RAW = {
+    **{
+        name: (lambda df, vf=vf: raw_visit_filtered(df, "motor", vf))
+        for name, (_q, vf) in FILTERED_QUERIES.items()
+    },
     "cohort: highest total burden": raw_latest_total,
     "cohort: fastest motor worsening": lambda df: raw_slopes(df, "motor"),
     "cohort: average motor": lambda df: raw_latest_mean(df, "motor"),
@@ -288,6 +318,10 @@ def query(sizes: list[int], workdir: Path, repeat: int, rounds: int) -> dict:
         fixed = [
             Probe(name, Plan((), "cohort", query=q), RAW[name], keep=name == BURDEN)
             for name, q in COHORT_QUERIES.items()
+        ]
+        fixed += [
+            Probe(name, Plan((), "cohort", visit_filter=vf, query=q), RAW[name])
+            for name, (q, vf) in FILTERED_QUERIES.items()
         ]
         fixed += [
             Probe(

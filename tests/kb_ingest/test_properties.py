@@ -163,12 +163,18 @@ def csv_files(draw):
 
 def data_rows(path: Path) -> list[tuple[str, int]]:
     text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    # (physical line a record starts on, record): the product numbers rows by physical line, so a
+    # quoted cell that spans lines shifts every later record's number (csv.reader's line_num)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records, start = [], 1
     try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
+        for rec in reader:
+            records.append((start, rec))
+            start = reader.line_num + 1
     except csv.Error:
         return []
     out, header = [], False
-    for n, rec in enumerate(records, start=1):
+    for n, rec in records:
         if not any(c.strip() for c in rec):
             continue
         if not header:
@@ -220,3 +226,12 @@ def test_parse_date_only_raises_date_errors(text):
     except DateParseError:
         return
     assert isinstance(p.date, dt.date) and p.precision in ("day", "month")
+
+
+def test_a_quoted_cell_over_two_lines_keeps_the_physical_line_numbers(tmp_path):
+    """The case the random test found: rows are numbered by physical line, and the oracle too."""
+    p = tmp_path / "f0.csv"
+    p.write_text('proj_id,date,NP1COG\n"\n0",\n\n\n\n1,2021-03-15,0\n', encoding="utf-8", newline="")
+    r = load_sources([p], "auto", today=dt.date(2026, 1, 1))
+    assert [s.source.row for s in r.sessions] == [7]
+    assert data_rows(p) == [("f0.csv", 2), ("f0.csv", 7)]
