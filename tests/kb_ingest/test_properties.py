@@ -231,7 +231,9 @@ def test_parse_date_only_raises_date_errors(text):
 def test_a_quoted_cell_over_two_lines_keeps_the_physical_line_numbers(tmp_path):
     """The case the random test found: rows are numbered by physical line, and the oracle too."""
     p = tmp_path / "f0.csv"
-    p.write_text('proj_id,date,NP1COG\n"\n0",\n\n\n\n1,2021-03-15,0\n', encoding="utf-8", newline="")
+    p.write_text(
+        'proj_id,date,NP1COG\n"\n0",\n\n\n\n1,2021-03-15,0\n', encoding="utf-8", newline=""
+    )
     r = load_sources([p], "auto", today=dt.date(2026, 1, 1))
     assert [s.source.row for s in r.sessions] == [7]
     assert data_rows(p) == [("f0.csv", 2), ("f0.csv", 7)]
