@@ -1,7 +1,9 @@
 """Review page (reviewers): released summaries not yet reviewed, filtered by patient, user and
 date; one opened shows the stored result exactly as released with its provenance (KB generation
 and content hash, backend and model, verification), even after the KB was rebuilt; the reviewer
-signs it off or rejects it with a comment, both recorded in the audit trail."""
+signs it off or rejects it with a comment, both recorded in the audit trail. Four eyes: a release
+of the reviewer's own is marked in the list and says so before the buttons; a click is refused by
+engine.audit.review.sign, which records the attempt."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import streamlit as st
 
 from dashboard import services, trail
 from engine.audit.errors import AuditError
-from engine.audit.review import intact, queue, sign
+from engine.audit.review import intact, own_release, queue, self_review_message, sign
 from engine.audit.trail import kb_identity
 
 STATUS_LABELS = {"pending": "Awaiting review", "reviewed": "Reviewed", "all": "All"}
@@ -23,6 +25,7 @@ try:
 except AuditError as e:
     st.error(f"The audit trail is unavailable: {e}")
     st.stop()
+ident = trail.identity()
 
 f1, f2, f3, f4 = st.columns([3, 1, 2, 2])
 status = f1.segmented_control(
@@ -85,6 +88,7 @@ pick = st.selectbox(
         f"#{k} \u00b7 {by_id[k].entry.ts[:16].replace('T', ' ')} \u00b7 "
         f"{by_id[k].entry.user} \u00b7 patients {', '.join(map(str, by_id[k].entry.patients)) or 'all'}"
         f" \u00b7 {by_id[k].status}"
+        + (" \u00b7 your release" if own_release(by_id[k].entry, ident.user) else "")
     ),
     key="review_entry",
 )
@@ -166,7 +170,8 @@ if reviews:
         )
 
 st.subheader("Your review")
-ident = trail.identity()
+if own_release(entry, ident.user):
+    st.warning(self_review_message(entry), icon=":material/group:")
 comment = st.text_area(
     "Comment (required to reject)",
     key=f"review_comment_{entry.id}",

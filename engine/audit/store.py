@@ -39,6 +39,7 @@ ACTIONS = (
     "kb_build",
     "sign_off",
     "reject",
+    "review_refused",
     "sign_in",
     "denied",
     "trusted_network",

@@ -2,9 +2,11 @@
 with an [auth] section pointing at a local OpenID Connect provider started by the test
 (PyPI `oidc-provider-mock`, loopback only), driven by Playwright in Debian's headless Chromium.
 
-- a reviewer signs in through the provider's form, sees Review but not Data, runs a patient,
-  opens the release on the Review page, rejects it with a comment, and the rejection banner
-  follows the summary back to the Patient page;
+- a clinician signs in and runs a patient; a reviewer signs in through the provider's form, sees
+  Review but not Data, opens the clinician's release on the Review page, rejects it with a
+  comment, and the rejection banner follows the summary back to the Patient page; the reviewer's
+  own release then says it cannot be reviewed by them, and a sign-off of it is refused and
+  recorded (four eyes);
 - a user with no role gets the "no access" page, and the attempt is in the audit trail;
 - a data manager (by group claim) sees only the Data page;
 - without [auth], a server on 0.0.0.0 refuses to show anything.
@@ -33,6 +35,7 @@ OUT = REPO / "test-output" / "screenshots"
 ROLES = """
 [users]
 "rita.reviewer@hospital.example" = ["reviewer", "clinician"]
+"carl.clinician@hospital.example" = ["clinician"]
 [groups]
 "data-stewards" = ["data_manager"]
 """
@@ -171,8 +174,19 @@ def _trail(tmp: Path):
 def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     url, tmp = app_with_auth
     OUT.mkdir(parents=True, exist_ok=True)
-    ctx, page = _page(chromium)
     errors: list[str] = []
+    ctx, page = _page(chromium)  # a clinician releases a summary
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    _sign_in(page, url, sub="carl.clinician@hospital.example")
+    assert "Review" not in _nav_links(page)
+    page.goto(url + "/?patient=7&run=1")
+    shots.wait_idle(page)
+    page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+    summary = page.locator(".st-key-summary_box").inner_text()
+    assert "patient 7" in summary.lower()
+    ctx.close()
+
+    ctx, page = _page(chromium)  # the reviewer
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     shots.wait_idle(page)
@@ -189,18 +203,13 @@ def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     assert not page.get_by_role("heading", name="Data").count()
     assert not page.get_by_role("button", name="Validate").count()
 
-    page.goto(url + "/?patient=7&run=1")
-    shots.wait_idle(page)
-    page.wait_for_selector(".js-plotly-plot", timeout=30_000)
-    summary = page.locator(".st-key-summary_box").inner_text()
-    assert "patient 7" in summary.lower()
-
-    page.get_by_role("link", name="Review").first.click()
+    page.goto(url + "/review")
     shots.wait_idle(page)
     assert page.get_by_role("heading", name="Review").first.is_visible()
     stored = page.locator(".st-key-review_summary").inner_text()
     assert stored.split()[:12] == summary.split()[:12]  # the release, as stored
     assert page.get_by_text("Stored result matches its recorded hash").first.is_visible()
+    assert not page.get_by_text("your own release").count()
     page.get_by_label("Comment (required to reject)").fill(
         "Motor score at visit 2 needs a source check"
     )
@@ -209,21 +218,32 @@ def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     shots.wait_idle(page)
     page.wait_for_timeout(500)
 
-    trail = _trail(tmp)
-    rows = [(e.action, e.user, e.subject) for e in trail.entries()]
-    assert rows == [
-        ("sign_in", "rita.reviewer@hospital.example", None),
-        ("ask", "rita.reviewer@hospital.example", None),
-        ("reject", "rita.reviewer@hospital.example", 2),
-    ], rows
-    assert trail.get(3).comment == "Motor score at visit 2 needs a source check"
-    assert trail.verify().ok
-
-    # the rejected summary carries its banner on the Patient page
+    # the rejected summary carries its banner on the Patient page (a release of the reviewer's)
     page.goto(url + "/?patient=7&run=1")
     shots.wait_idle(page)
     assert page.get_by_text("Rejected in review").first.is_visible()
     shots.screenshot(page, OUT / "patient-rejected.png")
+
+    # four eyes: the reviewer's own release says so, and a sign-off is refused
+    page.get_by_role("link", name="Review").first.click()
+    shots.wait_idle(page)
+    assert page.get_by_text("You cannot review your own release").first.is_visible()
+    page.get_by_role("button", name="Sign off").click()
+    shots.wait_idle(page)
+    assert page.get_by_text("You cannot sign off your own release").first.is_visible()
+
+    trail = _trail(tmp)
+    rows = [(e.action, e.user, e.subject) for e in trail.entries()]
+    assert rows == [
+        ("sign_in", "carl.clinician@hospital.example", None),
+        ("ask", "carl.clinician@hospital.example", None),
+        ("sign_in", "rita.reviewer@hospital.example", None),
+        ("reject", "rita.reviewer@hospital.example", 2),
+        ("ask", "rita.reviewer@hospital.example", None),
+        ("review_refused", "rita.reviewer@hospital.example", 5),
+    ], rows
+    assert trail.get(4).comment == "Motor score at visit 2 needs a source check"
+    assert trail.verify().ok
     assert not errors, errors
     ctx.close()
 

@@ -2,7 +2,9 @@
 a run on the Patient page is recorded as a release; the Review page lists it as awaiting review,
 opens the stored result as released, refuses a rejection without a comment, records the
 rejection with its comment, and the rejected summary then carries a banner on the Patient page
-and in the Review list; a sign-off of another release moves it to "Reviewed"."""
+and in the Review list; a sign-off of another release moves it to "Reviewed". Four eyes: the
+releases are reviewed by another user; the user a release names is told before clicking that they
+cannot review it, and a click is refused and recorded."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
     summary8 = released[0].result["summary"]
     assert "patient 8" in summary8.lower()
 
+    monkeypatch.setenv("MARAG_USER", "dr.review")  # four eyes: another person reviews
     at.switch_page("views/review.py").run()
     assert not at.exception, at.exception
     assert at.header[0].value == "Review"
@@ -59,7 +62,7 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
     assert not at.exception, at.exception
     rej = trail.entries(actions=("reject",))
     assert [(r.subject, r.user, r.comment) for r in rej] == [
-        (1, "dr.local", "Visit 3 non-motor 0 is a data-entry error")
+        (1, "dr.review", "Visit 3 non-motor 0 is a data-entry error")
     ]
     assert rej[0].detail["result_hash"] == released[0].result_hash
     # entry 1 left the queue; entry 2 is still awaiting review
@@ -86,6 +89,52 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
         ("reject", 1),
         ("sign_off", 2),
     ]
+    assert trail.verify().ok
+    assert trail.entries(actions=("review_refused",)) == []
+
+
+def test_own_release_cannot_be_reviewed_on_the_review_page(handle, tmp_path, monkeypatch):
+    """The user a release names sees, before clicking, that they cannot review it; Sign off and
+    Reject are each refused with that message and recorded as `review_refused`; the chain still
+    verifies and another reviewer then signs it off."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MARAG_USER", "dr.local")
+    at = AppTest.from_file(str(APP), default_timeout=30).run()
+    _run_patient(at, 8)
+    at.switch_page("views/review.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="review_entry").options[0].endswith("your release")
+    assert [w.value for w in at.warning if "your own release" in w.value] == [
+        "You cannot review your own release: entry #1 was released to dr.local. "
+        "Four eyes: another reviewer must sign it off or reject it."
+    ]
+
+    at.button(key="review_sign_off").click().run()
+    assert not at.exception, at.exception
+    assert any("You cannot sign off your own release" in e.value for e in at.error)
+    at.text_area(key="review_comment_1").set_value("looks fine to me").run()
+    at.button(key="review_reject").click().run()
+    assert any("You cannot reject your own release" in e.value for e in at.error)
+
+    trail = _trail(tmp_path)
+    assert trail.entries(actions=("sign_off", "reject")) == []
+    refused = trail.entries(actions=("review_refused",))
+    assert [(r.user, r.subject, r.detail["attempted"]) for r in refused] == [
+        ("dr.local", 1, "sign_off"),
+        ("dr.local", 1, "reject"),
+    ]
+    assert trail.verify().ok
+    assert [o[:2] for o in at.selectbox(key="review_entry").options] == ["#1"]  # still pending
+
+    monkeypatch.setenv("MARAG_USER", "dr.review")
+    at.switch_page("views/review.py").run()
+    assert not any("your own release" in w.value for w in at.warning)
+    assert not at.selectbox(key="review_entry").options[0].endswith("your release")
+    at.button(key="review_sign_off").click().run()
+    assert not at.exception, at.exception
+    signed = trail.entries(actions=("sign_off",))
+    assert [(e.user, e.subject) for e in signed] == [("dr.review", 1)]
     assert trail.verify().ok
 
 
