@@ -5,10 +5,10 @@ Owns, computed in code from the fact table F and the red-flag rows:
   each instrument, with the anchor word of the scale (contexts/thresholds.json `item_anchors`);
 - items up `findings.item_rise_min` (2) points or more since the instrument's first assessment;
 - new onset (`findings.new_onset`): an item at 0 at every earlier assessment and >= 1 now;
-- red flags grouped per item and rule, each current (present at the latest assessment of its
-  instrument), resolved (below its threshold at a later assessment that is not possibly missing
-  data), unconfirmed (every later assessment possibly missing data: "last seen at visit N") or
-  unscored (the item not scored at any later assessment);
+- red flags grouped per item and rule, each with one status (`flag_status`) from the item at the
+  latest assessment that scored it and is not possibly missing data: current (at or above the
+  threshold), resolved (0), below (above 0, under the threshold); unscored when the latest
+  assessment left it blank; unconfirmed when every later score is possibly missing data;
 - pertinent negatives: the safety items (`findings.pertinent_negatives`) scored 0 at the latest
   assessment that is not possibly missing data (engine.clinical.course zeros), naming the
   suspect assessments skipped.
@@ -55,10 +55,13 @@ class FlagGroup:
     current: bool = False
     why: str = ""
     source: str = ""
-    status: str = "resolved"  # current | resolved | unconfirmed | unscored
+    status: str = "resolved"  # current | resolved | below | unscored | unconfirmed (flag_status)
     # unconfirmed: the later visits, all possibly missing data; unscored: the later visits where
     # the item was not scored
     suspect_after: list[int] = field(default_factory=list)
+    # the latest assessment after the flag that scored the item and is not possibly missing data
+    latest_visit: int | None = None
+    latest_value: float | None = None
 
 
 @dataclass(frozen=True)
@@ -240,22 +243,64 @@ def _flag_groups(
     return groups
 
 
+def flag_status(
+    latest_value: float | None,
+    reliable_value: float | None,
+    threshold: float,
+    reliable_is_latest: bool,
+) -> str:
+    """The one status rule of a red flag (../shared/reference/clinical-summary-style.md).
+
+    `latest_value`: the item at the latest assessment of its instrument (None: blank there);
+    `reliable_value`: the item at the latest assessment after the flag that scored it and is not
+    possibly missing data (None: no such assessment); `reliable_is_latest`: that assessment is
+    the latest. Unscored when the latest value is blank; unconfirmed when every later score is
+    possibly missing data, or when the item is still at or above the threshold but the latest
+    assessment is possibly missing data; current at or above the threshold at the latest
+    assessment; resolved only at 0; below when above 0 but under the threshold."""
+    if latest_value is None:
+        return "unscored"
+    if reliable_value is None:
+        return "unconfirmed"
+    if reliable_value >= threshold:
+        return "current" if reliable_is_latest else "unconfirmed"
+    return "resolved" if reliable_value == 0 else "below"
+
+
 def _settle_status(
-    g: FlagGroup, mine: Sequence[Fact], visit_inst: Mapping[tuple[int, str], str], suspect: Suspect
+    g: FlagGroup,
+    mine: Sequence[Fact],
+    visit_inst: Mapping[tuple[int, str], str],
+    latest: Mapping[str, int],
+    suspect: Suspect,
 ) -> None:
-    """A group's status: current, unconfirmed (the only later evidence is possibly missing data),
-    unscored (the item not scored at any later assessment), else resolved."""
-    inst = visit_inst.get((max(g.visits), g.domain))
-    after = [f for f in mine if f.instrument == inst and f.visit > max(g.visits)]
-    later = sorted(
-        {f.visit for f in after if f.domain == g.domain and f.items.get(g.item) is not None}
-    )
+    """A group's status by `flag_status`, with the later visits its wording names; a new-onset
+    group whose item is still at or above its threshold is current."""
     if g.current:
         g.status = "current"
-    elif later and inst is not None and all(suspect(inst, g.domain, v) for v in later):
-        g.status, g.suspect_after = "unconfirmed", later
-    elif not later:
-        g.status, g.suspect_after = "unscored", sorted({f.visit for f in after})
+        return
+    last = max(g.visits)
+    inst = visit_inst.get((last, g.domain))
+    mine_d = [f for f in mine if f.instrument == inst and f.domain == g.domain]
+    after = [f for f in mine if f.instrument == inst and f.visit > last]
+    later = sorted(f.visit for f in mine_d if f.visit > last and f.items.get(g.item) is not None)
+    reliable = [v for v in later if not suspect(str(inst), g.domain, v)]
+    lv = latest.get(inst) if inst is not None else None
+    by_visit = {f.visit: f.items.get(g.item) for f in mine_d}
+    if reliable:
+        g.latest_visit, g.latest_value = reliable[-1], by_visit[reliable[-1]]
+    g.status = flag_status(
+        by_visit.get(lv) if lv is not None else None,
+        g.latest_value,
+        g.threshold,
+        bool(reliable) and reliable[-1] == lv,
+    )
+    if g.status == "current":
+        g.current = True
+    elif g.status == "unconfirmed":
+        g.suspect_after = later
+    elif g.status == "unscored":
+        g.suspect_after = sorted({f.visit for f in after})
 
 
 def patient_findings(
@@ -286,7 +331,7 @@ def patient_findings(
     visit_inst = {(f.visit, f.domain): f.instrument for f in mine}
     groups = _flag_groups(patient, [*red_flag_rows, *out.new_onset], latest, visit_inst)
     for g in groups.values():
-        _settle_status(g, mine, visit_inst, suspect)
+        _settle_status(g, mine, visit_inst, latest, suspect)
     out.flags = sorted(groups.values(), key=lambda g: (not g.current, g.visits[0], g.item))
     return out
 

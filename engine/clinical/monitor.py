@@ -4,8 +4,9 @@ A part (or the UPDRS total) is to be monitored when its latest score is in a mod
 band, when it rose over the course (worsened beyond its MCID, or rose overall where no MCID
 applies or for the UPDRS total), when it fluctuates (engine.clinical.course: the definition in
 docs/engine.md), or when its latest zeros are possibly missing data. Red flags that are current
-at the latest assessment, and red flags whose resolution is not confirmed (every later
-assessment possibly missing data, or not scored), are to be monitored too.
+at the latest assessment, and red flags whose resolution is not confirmed (every later score possibly missing data, or
+the item not scored at the latest assessment) are to be monitored too; a flag below its
+threshold now is stated in the flag's own paragraph with its latest rating.
 
 Both writers (engine.writing.readable's "To monitor" line and engine.writing.dense's "Domains to
 monitor most closely") render these items; neither decides on its own.

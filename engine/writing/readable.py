@@ -324,22 +324,26 @@ def given_facts(
 
 
 def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:
-    """(status word, tail) of one item's red flags, decided by the item's last flagged visit:
-    current; resolved (below the threshold at a later assessment that is not possibly missing
-    data); or not resolved when the only later evidence is possibly missing data or the item
-    was not scored later."""
+    """(status words, tail) of one item's red flags, from the statuses the clinical core gave its
+    groups (engine.clinical.findings.flag_status), decided by the item's last flagged visit."""
     if any(g.current for g in gs):
         return "current", ""
     last = max(v for g in gs for v in g.visits)
     decisive = [g for g in gs if max(g.visits) == last]
     later = sorted({v for g in decisive for v in g.suspect_after})
-    if any(g.status == "unconfirmed" for g in decisive):
+    statuses = {g.status for g in decisive}
+    if "unconfirmed" in statuses:
         return "not resolved", (
             f"; last seen at visit {last}; later assessment possibly missing data ({_where(later)})"
         )
-    if any(g.status == "unscored" for g in decisive):
-        return "not resolved", f"; last seen at visit {last}; not scored later" + (
-            f" ({_where(later)})" if later else ""
+    if "unscored" in statuses:
+        return "not scored at the latest assessment", f"; last seen at visit {last}" + (
+            f", not scored later ({_where(later)})" if later else ""
+        )
+    if "below" in statuses:
+        g = decisive[0]
+        return "below the flag threshold now", (
+            f". {_cap(_label(g.item_label))} was rated {fmt(g.latest_value)} at visit {g.latest_visit}"
         )
     return "resolved", ""
 

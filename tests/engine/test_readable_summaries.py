@@ -136,7 +136,11 @@ def test_falls_red_flag_current_and_grouped(traj, engine):
     s23 = traj(23).summary
     assert "Red flag (current): falling at or above 2 at visit 5, severe at visit 5" in s23
     assert "Red flag (current): anxious mood at or above 3 at visit 5" in s23
-    assert "Red flag (resolved): cognition at or above 2 at visit 3" in s23
+    # cognition is still rated 1 at the latest assessment: below the threshold, not resolved
+    assert (
+        "Red flag (below the flag threshold now): cognition at or above 2 at visit 3 (possible "
+        "PD-MCI or dementia; predicts mortality). Cognition was rated 1 at visit 5." in s23
+    )
 
 
 def test_new_onset_hallucinations_and_dysregulation(traj):
@@ -428,10 +432,14 @@ def test_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ingest
             assert p.startswith("Red flag (not resolved)"), p
             assert "last seen at visit 4; later assessment possibly missing data (visit 5)" in p
     assert "Red flag (not resolved): new-onset hallucinations" in s
-    # truly resolved flags stay resolved (a later non-suspect session below the threshold)
-    assert up[3].items["PAIN"] == 4 and up[4].items["PAIN"] < 4
-    assert "Red flag (resolved): pain at or above 4 at visit 3" in s
-    assert "Red flag (resolved): falling at or above 2 at visit 2" in s
+    # below the threshold at the latest assessment that is not possibly missing data, not 0:
+    # "below the flag threshold now" with that rating, never "resolved"
+    assert up[3].items["PAIN"] == 4 and up[4].items["PAIN"] == 2
+    assert "Red flag (below the flag threshold now): pain at or above 4 at visit 3" in s
+    assert "Pain was rated 2 at visit 4." in s
+    # falling 2 -> 0 -> 1 -> 0 (the last zero possibly missing data): rated 1 at visit 4
+    assert "Red flag (below the flag threshold now): falling at or above 2 at visit 2" in s
+    assert "Falling was rated 1 at visit 4." in s
     # (c) no band word at the suspect zero: the caveat replaces it
     for head in ("Motor examination", "Motor experiences of daily living", "Non-motor"):
         p = next(p for p in _paras(s) if p.startswith(head))
@@ -568,3 +576,30 @@ def test_final_prompt_gives_framing_falls_and_red_flags(ingest):
                 assert "Red flag (current)" in given, p
         assert check_numbers(given, r.ledger, r.plan.patients)["unsupported"] == [], p
         assert r.summary.startswith(given), p  # released as written, no fallback
+
+
+def test_status_words_are_true_for_every_study_patient(engine):
+    """resolved only at 0, below the threshold only above 0 and under it, current only at or
+    above it at the latest assessment, for every red flag of every study patient; the text's
+    status word is the clinical core's (engine.clinical.findings.flag_status)."""
+    from engine.clinical.findings import course_and_findings
+
+    counts: dict[str, int] = {}
+    for p in engine.kb.patient_ids():
+        r = engine.run(Plan((p,), "trajectory", ("updrs", "pdq8")))
+        fd = course_and_findings(r.facts, fx.CONTEXTS, [p])["findings"].get(p)
+        for g in fd.flags if fd else ():
+            counts[g.status] = counts.get(g.status, 0) + 1
+            if g.status == "resolved":
+                assert g.latest_value == 0, (p, g.item)
+            elif g.status == "below":
+                assert 0 < g.latest_value < g.threshold, (p, g.item)
+                assert f"{g.item_label.split(' (')[0].lower()}" in r.summary.lower()
+            elif g.status == "current":
+                assert g.current
+        for para in _paras(r.summary):
+            if para.startswith(("Red flag (resolved)", f"Patient {p}, red flag (resolved)")):
+                label = para.split("): ", 1)[1].split(" at or above")[0]
+                groups = [g for g in fd.flags if g.item_label.lower() == label]
+                assert groups and all(g.status == "resolved" for g in groups), (p, para)
+    assert counts.get("resolved", 0) > 0 and counts.get("below", 0) > 0, counts
