@@ -3,10 +3,12 @@
 Owns `Table` and `read_table`. It handles a UTF-8 BOM, UTF-16 and Windows-1252 files, CRLF/CR/LF
 line ends, ',' ';' or tab delimiters, duplicate header names (renamed `NAME.1`, `NAME.2` as pandas
 does, so a raw duplicate `SPEECH_PROB` header and a pandas-written `SPEECH_PROB.1` read the same),
-blank lines (skipped, counted), short and long rows (padded / cut, with a warning) and a stray quote
-that merged lines (the opening row rejected, the swallowed lines read as rows of their own). Row
-numbers are spreadsheet rows: header = row 1. A file that cannot be read at all raises `IngestError`
-with one line naming the file. Kept apart from the formats (kb_store.ingest_generic, ingest_marag,
+blank lines (skipped, counted), short and long rows (padded / cut, with a warning), a stray quote
+that merged lines (the opening row rejected, the swallowed lines read as rows of their own) and a
+quoted line break followed by a row-shaped line (`line_break_in_cell`: the record rejected with the
+lines it spans). A row's number is the physical line it starts on: header = line 1 (the spreadsheet
+row unless a quoted cell spans lines). A file that cannot be read at all raises `IngestError` with
+one line naming the file. Kept apart from the formats (kb_store.ingest_generic, ingest_marag,
 ingest_ppmi) because all of them, and the exclusion list (kb_store.exclusions), read files with it.
 """
 
@@ -19,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_store.dates import DateOrder
+from kb_store.dates import DateOrder, DateParseError, numeric_parts, parse_date
 from kb_store.model import ValidationIssue
 from kb_store.profiles import normalise_column
 from kb_store.validation import IngestError, issue
@@ -30,7 +32,7 @@ class Table:
     path: Path
     name: str  # file name used in reports and SourceRef
     header: list[str]
-    rows: list[tuple[int, list[str]]]  # (spreadsheet row number, cells padded/truncated to header)
+    rows: list[tuple[int, list[str]]]  # (physical line the row starts on, cells fitted to header)
     blank_rows: int = 0
     issues: list[ValidationIssue] = field(default_factory=list)
     #: physical lines of the file, and how they were used: `lines == header_lines + row_lines`
@@ -41,7 +43,8 @@ class Table:
     #: issues found while the format parser reads rows (date order of a column), collected by
     #: kb_store.ingest after parsing
     late_issues: list[ValidationIssue] = field(default_factory=list)
-    #: rows rejected while reading (broken quote); their issue is in `issues`
+    #: rows rejected while reading (broken quote; every line of a `line_break_in_cell` record);
+    #: their issue is in `issues`
     broken_rows: list[int] = field(default_factory=list)
     date_orders: dict[int, DateOrder] = field(default_factory=dict)
 
@@ -156,6 +159,61 @@ def _merged_rows(lines: list[str], cells: int, delimiter: str, width: int) -> bo
     return cells != width and bool(lines) and row_like(lines[-1])
 
 
+_ID = re.compile(r"[0-9]+(?:\.0+)?")
+
+
+def _kind(cell: str) -> str:
+    """'id' (a whole number), 'date' (a date, or shaped like a numeric one) or '' (other text)."""
+    text = cell.strip()
+    if _ID.fullmatch(text):
+        return "id"
+    try:
+        parse_date(text)
+    except DateParseError:
+        return "date" if numeric_parts(text) is not None else ""
+    return "date"
+
+
+def _lead(cells: list[str]) -> tuple[str, ...] | None:
+    """The kinds of the first two cells when they are an id and a date (either order), else None."""
+    kinds = tuple(_kind(c) for c in cells[:2])
+    return kinds if sorted(kinds) == ["date", "id"] else None
+
+
+def _row_after_break(rec: list[str], delimiter: str, width: int) -> bool:
+    """True when a cell of the record `rec` holds a line break followed by text shaped like a data
+    row of this file: read alone, it has at least half the header's cells (and 3), or its first two
+    cells are an id and a date as the record's own first two are. Two rows joined by a stray quote
+    look so; a note with a line break followed by prose does not."""
+    need = max(3, (width + 1) // 2)
+    lead = _lead(rec)
+    for cell in rec:
+        for after in _LINE_END.split(cell)[1:]:
+            cells = next(csv.reader([after], delimiter=delimiter, strict=False), [])
+            if len(cells) >= need or (lead is not None and _lead(cells) == lead):
+                return True
+    return False
+
+
+def _reject_line_break(table: Table, first: int, last: int) -> None:
+    """Reject a record whose quoted line break is followed by a row-shaped line: one error naming
+    its lines; every line counts as a rejected row (the build refuses: kb_store.ingest_report)."""
+    table.issues.append(
+        issue(
+            table.name,
+            first,
+            None,
+            "line_break_in_cell",
+            f"lines {first}-{last}: a quoted cell holds a line break followed by a line shaped "
+            "like a data row of this file (a stray quote may have joined rows); the record is "
+            f"rejected and no session is made from lines {first}-{last}; fix the quotes in the "
+            "file",
+        )
+    )
+    table.broken_rows.extend(range(first, last + 1))
+    table.row_lines += last - first + 1
+
+
 def _fit(table: Table, n: int, rec: list[str], width: int) -> list[str]:
     """Pad a short row / cut extra cells, with the warning that says so."""
     if len(rec) < width:
@@ -187,17 +245,17 @@ def _fit(table: Table, n: int, rec: list[str], width: int) -> list[str]:
 
 
 def _split_broken_quote(
-    table: Table, physical: list[str], n: int, lines: tuple[int, int], delimiter: str
-) -> int:
-    """A stray quote swallowed the lines after `first`: reject the row that opened it (row `n`),
-    read every swallowed line as its own row, and let the build refuse (kb_store.ingest). Returns
-    the spreadsheet row number of the last line read."""
+    table: Table, physical: list[str], lines: tuple[int, int], delimiter: str
+) -> None:
+    """A stray quote swallowed the lines after `first`: reject the row that opened it (row
+    `first`), read every swallowed line as its own row (numbered by its line), and let the build
+    refuse (kb_store.ingest)."""
     first, last = lines
     width = len(table.header)
     table.issues.append(
         issue(
             table.name,
-            n,
+            first,
             None,
             "broken_quote",
             f"line {first}: a quote opened here is closed only on line {last} (or never), "
@@ -206,17 +264,35 @@ def _split_broken_quote(
             "the quote in the file",
         )
     )
-    table.broken_rows.append(n)
+    table.broken_rows.append(first)
     table.row_lines += 1
     for k in range(first + 1, last + 1):
-        n += 1
         table.row_lines += 1
         sub = next(csv.reader([physical[k - 1]], delimiter=delimiter, strict=False), [])
         if not any(c.strip() for c in sub):
             table.blank_rows += 1
             continue
-        table.rows.append((n, _fit(table, n, sub, width)))
-    return n
+        table.rows.append((k, _fit(table, k, sub, width)))
+
+
+def _add_record(
+    table: Table, physical: list[str], lines: tuple[int, int], rec: list[str], delimiter: str
+) -> None:
+    """One data record (physical lines `lines`): a blank row, a broken quote split into its lines,
+    a `line_break_in_cell` rejection, or a row numbered by the line it starts on."""
+    first, last = lines
+    width = len(table.header)
+    cont = physical[first:last]  # the record's continuation lines
+    if not any(c.strip() for c in rec):
+        table.blank_rows += 1
+        table.row_lines += last - first + 1
+    elif cont and _merged_rows(cont, len(rec), delimiter, width):
+        _split_broken_quote(table, physical, lines, delimiter)
+    elif cont and _row_after_break(rec, delimiter, width):
+        _reject_line_break(table, first, last)
+    else:
+        table.row_lines += last - first + 1
+        table.rows.append((first, _fit(table, first, rec, width)))
 
 
 def read_table(path: str | Path, name: str | None = None) -> Table:
@@ -240,25 +316,13 @@ def read_table(path: str | Path, name: str | None = None) -> Table:
     if encoding:
         table.issues.append(issue(name, None, None, "encoding", f"decoded as {encoding}"))
     header_at = None
-    n = 0  # spreadsheet row number of the record (blank records count, as a spreadsheet shows)
     for first, last, rec in _records(p, text, delimiter):
-        n += 1
-        if header_at is None:
-            if any(c.strip() for c in rec):
-                header_at = n
-                table.header = _dedupe_header(rec)
-                table.header_lines = last  # with any blank lines above it
-            continue
-        if not any(c.strip() for c in rec):
-            table.blank_rows += 1
-            table.row_lines += last - first + 1
-            continue
-        width = len(table.header)
-        if last > first and _merged_rows(physical[first:last], len(rec), delimiter, width):
-            n = _split_broken_quote(table, physical, n, (first, last), delimiter)
-            continue
-        table.row_lines += last - first + 1
-        table.rows.append((n, _fit(table, n, rec, width)))
+        if header_at is not None:
+            _add_record(table, physical, (first, last), rec, delimiter)
+        elif any(c.strip() for c in rec):
+            header_at = first
+            table.header = _dedupe_header(rec)
+            table.header_lines = last  # with any blank lines above it
     if header_at is None:
         raise IngestError(f"{p}: cannot read: no header row")
     return table

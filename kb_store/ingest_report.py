@@ -38,7 +38,9 @@ class IngestResult:
 
 
 #: rules after which a build refuses (the rows of the file cannot be trusted to be complete)
-BLOCKING_RULES = frozenset({"broken_quote", "unaccounted_row", "unaccounted_line"})
+BLOCKING_RULES = frozenset(
+    {"broken_quote", "line_break_in_cell", "unaccounted_row", "unaccounted_line"}
+)
 
 
 def _sorted_issues(issues: Iterable[ValidationIssue]) -> list[ValidationIssue]:

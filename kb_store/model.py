@@ -16,7 +16,7 @@ from kb_store.profiles import Profile, load_profile
 @dataclass(frozen=True)
 class SourceRef:
     file: str
-    row: int  # 1-based data row number as a spreadsheet shows it (header = row 1)
+    row: int  # the physical line the row starts on, 1-based (header = line 1)
 
 
 @dataclass(frozen=True)

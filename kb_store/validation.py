@@ -69,6 +69,12 @@ RULES: dict[str, tuple[str, str]] = {
         "a stray quote made the CSV reader merge following lines into one cell: the row is "
         "rejected, the merged lines are read as their own rows, and a build refuses",
     ),
+    "line_break_in_cell": (
+        "error",
+        "a quoted cell holds a line break followed by a line shaped like a data row (an id and a "
+        "date, or the header's width): the record is rejected with the lines it spans, and a "
+        "build refuses",
+    ),
     "extra_cells": (
         "warning",
         "the row has more cells than the header; the extra cells are ignored",

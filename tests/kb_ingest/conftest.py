@@ -77,9 +77,13 @@ def unaccounted(result, files: list[Path]) -> list[tuple[str, int]]:
     out = []
     for f in files:
         text = f.read_bytes().decode("utf-8-sig", errors="replace")
-        records = list(csv.reader(io.StringIO(text, newline="")))
+        reader = csv.reader(io.StringIO(text, newline=""))
+        records, start = [], 1
+        for rec in reader:  # numbered by the physical line the record starts on, as the product
+            records.append((start, rec))
+            start = reader.line_num + 1
         header_seen = False
-        for n, rec in enumerate(records, start=1):
+        for n, rec in records:
             if not any(c.strip() for c in rec):
                 continue
             if not header_seen:
