@@ -1,13 +1,14 @@
 """What every analysis page does first: the configuration for the chosen backend, the cached
 engine (or a clear message pointing to the Data page when there is no KB yet), the clinical
-references for the charts, and, for the Patient, Compare and Cohort pages, the KB's patient ids
-and any plan handed over by "ask in words"."""
+references for the charts, and, for the Patient, Compare and Cohort pages, the KB's patient ids,
+the check of the page's deep link (dashboard.link_params) and any plan handed over by "ask in
+words"."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import services, widgets
+from dashboard import link_params, services, widgets
 from dashboard.clinical import ClinicalRefs
 from dashboard.services import EngineHandle
 from engine.config import Config
@@ -64,15 +65,18 @@ def open_analysis_page(
     too_few: str,
     pending_key: str,
     analyses: tuple[str, ...],
+    link: link_params.PageLink,
 ) -> tuple[Config, EngineHandle, ClinicalRefs, list[int]]:
     """The header, the engine and the patient ids; stops with `too_few` when the KB has fewer
-    than `min_patients`. A plan parsed from words is moved into the widgets before they draw."""
+    than `min_patients`. The page's link is checked (a bad value: an error, and nothing runs)
+    and a plan parsed from words is moved into the widgets, both before the widgets draw."""
     st.header(title, divider="gray")
     cfg, handle, refs = engine_or_stop()
     ids = services.patient_ids(handle, cfg)
     if len(ids) < min_patients:
         st.warning(too_few)
         st.stop()
+    link_params.check_link(link, ids)
     widgets.take_pending(pending_key, analyses)
     widgets.show_parsed_note()
     return cfg, handle, refs, ids

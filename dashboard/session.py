@@ -1,5 +1,6 @@
 """Per-user state in `st.session_state`: results keyed by plan + backend, the current result shown
-to QA reviewers, and a plan parsed from words waiting to be applied to a page's widgets.
+to QA reviewers, a plan parsed from words waiting to be applied to a page's widgets, and whether
+this run of an analysis page opened a link with a bad value (dashboard.link_params).
 
 A result is stored under `result_key(plan, backend)`, so a widget change that leaves the plan and
 backend as they were (chart options, tabs, the highlighted patient) re-renders from the stored
@@ -18,6 +19,7 @@ from engine.types import Plan, Result
 RESULTS = "marag_results"
 CURRENT = "marag_current"
 PENDING = "marag_pending_plan"
+LINK_REJECTED = "marag_link_rejected"
 MAX_RESULTS = 24
 
 
@@ -75,6 +77,16 @@ def pop_pending(analyses: tuple[str, ...]) -> Plan | None:
         del st.session_state[PENDING]
         return plan
     return None
+
+
+def set_link_rejected(rejected: bool) -> None:
+    """Set by dashboard.link_params on every run of an analysis page, before its widgets."""
+    st.session_state[LINK_REJECTED] = rejected
+
+
+def link_rejected() -> bool:
+    """True in the script run of an analysis page whose link had a bad value: nothing runs."""
+    return bool(st.session_state.get(LINK_REJECTED))
 
 
 DERIVED = "marag_derived"

@@ -47,6 +47,9 @@ STATISTIC_LABELS = {
     "slope_year": "Slope per year",
     "mean": "Cohort mean",
 }
+#: The "N" of visit_N / first_N_visits / last_N_visits: its range and default in the widget
+N_RANGE = (1, 99)
+N_DEFAULT = 2
 #: Which page shows which analyses (used to route a plan parsed from words).
 PAGE_FOR_ANALYSIS = {
     "trajectory": "views/patient.py",
@@ -108,9 +111,9 @@ def common_widgets() -> tuple[list[str], str]:
     with c2:
         n = st.number_input(
             "N",
-            min_value=1,
-            max_value=99,
-            value=2,
+            min_value=N_RANGE[0],
+            max_value=N_RANGE[1],
+            value=N_DEFAULT,
             step=1,
             key="n",
             bind="query-params",
@@ -183,8 +186,9 @@ def show_parsed_note() -> None:
 
 def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | None:
     """The Run button and progress per pipeline node; returns the stored result for this plan and
-    backend (no engine run when one is stored), or the new one after Run."""
-    if plan is None:
+    backend (no engine run when one is stored), or the new one after Run. Nothing runs and nothing
+    is returned in the script run that opened a bad link (dashboard.link_params)."""
+    if plan is None or session.link_rejected():
         st.button(
             "Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:", disabled=True
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, session, tables, widgets
+from dashboard import charts, link_params, render, session, tables, widgets
 from dashboard.page import open_analysis_page
 
 ANALYSES = ("cohort",)
@@ -29,6 +29,7 @@ cfg, handle, refs, ids = open_analysis_page(
     too_few="The knowledge base has no patients. Rebuild it on the Data page.",
     pending_key="question",
     analyses=ANALYSES,
+    link=link_params.PageLink("cohort_patients", statistic=True),
 )
 with st.container(border=True, key="plan_box"):
     question = st.selectbox(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, tables, widgets
+from dashboard import charts, link_params, render, tables, widgets
 from dashboard.page import open_analysis_page
 
 ANALYSES = ("comparison",)
@@ -16,6 +16,7 @@ cfg, handle, refs, ids = open_analysis_page(
     too_few="A comparison needs at least two patients in the knowledge base.",
     pending_key="patients",
     analyses=ANALYSES,
+    link=link_params.PageLink("patients"),
 )
 with st.container(border=True, key="plan_box"):
     patients = st.multiselect(

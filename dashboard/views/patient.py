@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, render, similar_panel, tables, widgets
+from dashboard import charts, link_params, render, similar_panel, tables, widgets
 from dashboard.page import open_analysis_page
 
 ANALYSES = ("trajectory", "single_session")
@@ -16,6 +16,7 @@ cfg, handle, refs, ids = open_analysis_page(
     too_few="The knowledge base has no patients. Rebuild it on the Data page.",
     pending_key="patient",
     analyses=ANALYSES,
+    link=link_params.PageLink("patient", single_patient=True, analyses=ANALYSES),
 )
 with st.container(border=True, key="plan_box"):
     c1, c2 = st.columns([1, 2])

@@ -1,7 +1,8 @@
 """Real-browser test: `streamlit run dashboard/app.py` on localhost, driven by Playwright in
 Debian's headless Chromium. It picks a patient in the UI, runs a trajectory and checks that the
 summary (with its grounding badge), the trajectory chart and the flags are on the page; then it
-runs a comparison through a deep link. Screenshots go to test-output/screenshots/.
+runs a comparison through a deep link; a link with an unknown patient shows an error and runs
+nothing. Screenshots go to test-output/screenshots/.
 
 Uses a KB built in tmp from the shipped synthetic sample with hashing embeddings and the facts
 backend (MARAG_LLM=facts): the UI path is the same for every backend, and retrieval is exact
@@ -83,4 +84,28 @@ def test_pick_patient_run_trajectory_in_chromium(server):
         page.wait_for_selector(".js-plotly-plot", timeout=30_000)
         assert page.get_by_role("heading", name="Table B").first.is_visible()
         shots.screenshot(page, OUT / "03-compare.png")
+        assert not errors, errors
+
+
+def test_unknown_patient_link_runs_nothing_in_chromium(server):
+    """`/?patient=999&run=1`: an error naming 999, no summary or chart (nothing ran), `run=1` and
+    the bad id gone from the URL, and the widgets there to correct."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    with shots.browser() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server + "/?patient=999&run=1")
+        shots.wait_idle(page)
+        alert = page.locator("[data-testid=stAlertContainer]").filter(
+            has_text="This link was not run"
+        )
+        assert alert.count() == 1
+        text = alert.first.inner_text()
+        assert "999" in text and "not in the knowledge base" in text
+        page.wait_for_timeout(1500)  # a run, had one started, would have drawn by now
+        assert page.locator(".st-key-summary_box").count() == 0
+        assert page.locator(".js-plotly-plot").count() == 0
+        assert "run=1" not in page.url and "999" not in page.url
+        assert page.locator("[data-testid=stSelectbox]").filter(has_text="Patient").count() >= 1
+        shots.screenshot(page, OUT / "04-bad-link.png")
         assert not errors, errors
