@@ -61,8 +61,17 @@ def _slopes(groups: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndar
 
 
 def _round2(a: np.ndarray) -> list[float | None]:
-    """Python's round(x, 2) (not numpy's, which differs at some halves), NaN -> None."""
-    return [None if x != x else round(x, 2) for x in a.tolist()]
+    """Python's round(x, 2), NaN -> None, vectorised: numpy's rint(100 x) / 100 gives the same
+    float wherever 100 x is not within rounding error of a half (both are the nearest float to
+    k / 100 for the same k); those few values are rounded by Python itself."""
+    a = np.asarray(a, dtype=float)
+    scaled = a * 100.0
+    out = np.rint(scaled) / 100.0
+    near_half = np.abs(np.abs(scaled - np.floor(scaled)) - 0.5) < 1e-6
+    vals = out.tolist()
+    for i in np.flatnonzero(near_half).tolist():
+        vals[i] = round(float(a[i]), 2)
+    return [None if x != x else x for x in vals]
 
 
 def _updrs_totals(
