@@ -10,6 +10,9 @@ Roles file (`.streamlit/roles.toml`, MARAG_ROLES_FILE to move it):
     "neurology-qa" = ["reviewer"]
     [settings]
     group_claim = "groups"       # which ID-token claim lists the user's groups
+    require_verified_email = true  # roles only when the ID token says email_verified (default)
+
+Two [users] keys that differ only in case are an error (they would name the same person).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class RoleMap:
     groups: dict[str, frozenset[str]] = field(default_factory=dict)
     group_claim: str = "groups"
     source: str = ""
+    require_verified_email: bool = True
 
     def roles_for(self, email: str | None, groups: Iterable[str] = ()) -> frozenset[str]:
         out: set[str] = set()
@@ -66,19 +70,49 @@ def _roles(value: Any, where: str) -> frozenset[str]:
     return frozenset(vals)
 
 
+def _user_roles(table: Mapping[str, Any], source: str) -> dict[str, frozenset[str]]:
+    """[users]: e-mail (lower-cased) -> roles. Two keys naming the same e-mail in different case
+    are an error naming both, not a silent last-one-wins."""
+    users: dict[str, frozenset[str]] = {}
+    first: dict[str, str] = {}
+    for k, v in table.items():
+        key = str(k).strip().lower()
+        if key in first:
+            raise RolesFileError(
+                f"{source} [users]: {first[key]!r} and {str(k)!r} name the same e-mail (e-mails "
+                "are compared case-insensitively); keep one entry with all its roles"
+            )
+        first[key] = str(k)
+        users[key] = _roles(v, f"{source} [users] {k!r}")
+    return users
+
+
 def parse_roles(data: Mapping[str, Any], source: str = "roles.toml") -> RoleMap:
     unknown = set(data) - {"users", "groups", "settings"}
     if unknown:
         raise RolesFileError(f"{source}: unknown section [{sorted(unknown)[0]}]")
-    users = {
-        str(k).strip().lower(): _roles(v, f"{source} [users] {k!r}")
-        for k, v in (data.get("users") or {}).items()
-    }
+    users = _user_roles(data.get("users") or {}, source)
     groups = {
         str(k): _roles(v, f"{source} [groups] {k!r}") for k, v in (data.get("groups") or {}).items()
     }
-    claim = (data.get("settings") or {}).get("group_claim", "groups")
-    return RoleMap(users, groups, str(claim), source)
+    settings = data.get("settings") or {}
+    claim = settings.get("group_claim", "groups")
+    verified = settings.get("require_verified_email", True)
+    if not isinstance(verified, bool):
+        raise RolesFileError(
+            f"{source} [settings] require_verified_email: expected true or false, got {verified!r}"
+        )
+    return RoleMap(users, groups, str(claim), source, verified)
+
+
+def email_verified(claim: Any, required: bool = True) -> bool:
+    """May this ID token's user be given roles? Only when its `email_verified` claim is true
+    (a JSON true, or the string "true" some providers send); a missing claim counts as not
+    verified. `required=False` ([settings] require_verified_email = false, for providers that
+    do not send the claim) turns the check off."""
+    if not required:
+        return True
+    return claim is True or (isinstance(claim, str) and claim.strip().lower() == "true")
 
 
 def load_roles(path: Path) -> RoleMap:

@@ -4,7 +4,9 @@
   (then the start is recorded in the audit trail once per process);
 - with an [auth] section in .streamlit/secrets.toml, signs users in through the hospital's
   OpenID Connect provider (st.login) and maps their e-mail / groups to roles (dashboard.access);
-  a signed-in user with no role gets a "no access" page, and the attempt is recorded;
+  roles only for an e-mail the ID token says is verified (unless the roles file turns that off);
+  a signed-in user with no role gets a "no access" page, and the attempt is recorded once per
+  login;
 - without [auth], local single-user mode: the OS login (or MARAG_USER) holds every role.
 
 It returns the session's Identity and filters the pages to those its roles open.
@@ -61,14 +63,23 @@ def _sign_in_page() -> None:
     st.stop()
 
 
-def _no_access_page(ident: Identity) -> None:
+def _no_access_page(ident: Identity, verified: bool) -> None:
     st.title("No access")
-    st.error(
-        f"You are signed in as **{ident.user}**, but this account has no role in the MA-RAG "
-        "dashboard, so no page is open to you. Ask the dashboard's administrator to add your "
-        "e-mail or one of your groups to the roles file. This attempt has been recorded.",
-        icon=":material/block:",
-    )
+    if not verified:
+        st.error(
+            f"You are signed in as **{ident.user}**, but your e-mail address is not verified by "
+            "the hospital's sign-in service, so no page is open to you. Verify your e-mail "
+            "address with the sign-in service (or ask its administrator), then sign in again. "
+            "This attempt has been recorded.",
+            icon=":material/block:",
+        )
+    else:
+        st.error(
+            f"You are signed in as **{ident.user}**, but this account has no role in the MA-RAG "
+            "dashboard, so no page is open to you. Ask the dashboard's administrator to add your "
+            "e-mail or one of your groups to the roles file. This attempt has been recorded.",
+            icon=":material/block:",
+        )
     st.button("Sign out", icon=":material/logout:", on_click=st.logout)
     st.stop()
 
@@ -96,6 +107,11 @@ def enter(cfg: Config) -> Identity:
             except AuditError as e:
                 _refuse(f"Trusted-network mode must be recorded, and the audit trail failed: {e}")
         return ident
+    return _signed_in(cfg)
+
+
+def _signed_in(cfg: Config) -> Identity:
+    """Sign-in: roles from the roles file for a verified e-mail; no role stops at "no access"."""
     if not st.user.is_logged_in:
         _sign_in_page()
     try:
@@ -106,26 +122,29 @@ def enter(cfg: Config) -> Identity:
     groups = st.user.get(rolemap.group_claim) or []
     if isinstance(groups, str):
         groups = [groups]
+    verified = access.email_verified(st.user.get("email_verified"), rolemap.require_verified_email)
+    roles = rolemap.roles_for(email, groups) if verified else frozenset()
     user = str(email or st.user.get("sub") or "unknown")
-    ident = Identity(user, rolemap.roles_for(email, groups), "signed_in", email)
+    ident = Identity(user, roles, "signed_in", email)
     st.session_state[trail.IDENTITY_KEY] = ident
     if not ident.roles:
-        trail.record_once(
-            "marag_audit_denied",
-            "denied",
-            detail={"email": email, "groups": list(groups), "roles_file": rolemap.source},
-        )
+        detail = {"email": email, "groups": list(groups), "roles_file": rolemap.source}
+        if not verified:
+            detail["reason"] = "email not verified"
+        _record_once_per_login(ident, "denied", detail)
         LOG.warning("denied: %s has no role (roles file %s)", user, rolemap.source)
-        _no_access_page(ident)
-    _record_sign_in(ident, list(groups))
+        _no_access_page(ident, verified)
+    _record_once_per_login(ident, "sign_in", {"groups": list(groups)})
     return ident
 
 
-def _record_sign_in(ident: Identity, groups: list[str]) -> None:
-    """One sign_in entry per login (identified by the ID token's issue time), not per page load:
-    every browser reload is a new Streamlit session of the same login."""
+def _record_once_per_login(ident: Identity, action: str, detail: dict[str, Any]) -> None:
+    """One `action` entry (sign_in, denied) per login, identified by the ID token's issue time,
+    not per page load: every browser reload or typed URL is a new Streamlit session of the same
+    login. The session remembers it in st.session_state; a new session of the same login finds
+    the entry already in the trail."""
     iat = st.user.get("iat")
-    flag = f"marag_audit_sign_in_{iat}"
+    flag = f"marag_audit_{action}_{iat}"
     if st.session_state.get(flag):
         return
     if isinstance(iat, int | float):
@@ -133,13 +152,13 @@ def _record_sign_in(ident: Identity, groups: list[str]) -> None:
 
         since = datetime.fromtimestamp(iat, UTC) - timedelta(seconds=1)
         try:
-            seen = trail.store().entries(user=ident.user, actions=("sign_in",), since=since)
+            seen = trail.store().entries(user=ident.user, actions=(action,), since=since)
         except AuditError:
             seen = []
         if any((e.detail or {}).get("iat") == iat for e in seen):
             st.session_state[flag] = True
             return
-    trail.record_once(flag, "sign_in", detail={"groups": groups, "iat": iat})
+    trail.record_once(flag, action, detail={**detail, "iat": iat})
 
 
 def visible(pages: dict[str, list[Any]], ident: Identity) -> dict[str, list[Any]]:

@@ -4,6 +4,7 @@ trusted network), with the audit entries each one writes (real SQLite trail in t
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,44 @@ def test_roles_file_errors_name_file_and_key(tmp_path):
     p.write_text("[admins]\n")
     with pytest.raises(access.RolesFileError, match=r"unknown section \[admins\]"):
         access.load_roles(p)
+
+
+def test_user_keys_differing_only_in_case_are_an_error_naming_both(tmp_path):
+    p = tmp_path / "roles.toml"
+    p.write_text('[users]\n"Dr.Smith@x.org" = ["clinician"]\n"dr.smith@x.org" = ["reviewer"]\n')
+    with pytest.raises(access.RolesFileError) as e:
+        access.load_roles(p)
+    msg = str(e.value)
+    assert str(p) in msg and "'Dr.Smith@x.org'" in msg and "'dr.smith@x.org'" in msg
+    assert "case" in msg
+    with pytest.raises(access.RolesFileError, match=r"x.toml \[users\]: ' A@b.c' and 'a@B.c'"):
+        access.parse_roles({"users": {" A@b.c": "staff", "a@B.c": "staff"}}, "x.toml")
+
+
+@pytest.mark.parametrize(
+    ("claim", "required", "granted"),
+    [
+        (True, True, True),  # verified
+        ("true", True, True),  # some providers send the claim as a string
+        (False, True, False),  # unverified
+        ("false", True, False),
+        (None, True, False),  # claim missing counts as not verified
+        (False, False, True),  # check turned off in the roles file
+        (None, False, True),
+    ],
+)
+def test_roles_only_for_a_verified_email(claim, required, granted):
+    assert access.email_verified(claim, required) is granted
+
+
+def test_verified_email_setting_defaults_on_and_is_validated():
+    assert access.parse_roles({}).require_verified_email is True
+    off = access.parse_roles({"settings": {"require_verified_email": False}})
+    assert off.require_verified_email is False
+    with pytest.raises(
+        access.RolesFileError, match="require_verified_email: expected true or false"
+    ):
+        access.parse_roles({"settings": {"require_verified_email": "no"}})
 
 
 def test_pages_per_role():
@@ -157,7 +196,14 @@ def test_signed_out_user_sees_only_the_sign_in_page(handle, roles_file, tmp_path
 
 
 def test_user_without_role_is_denied_and_logged(handle, roles_file, tmp_path):
-    at = _app({"is_logged_in": True, "email": "eve@hospital.example", "sub": "eve"}).run()
+    at = _app(
+        {
+            "is_logged_in": True,
+            "email_verified": True,
+            "email": "eve@hospital.example",
+            "sub": "eve",
+        }
+    ).run()
     assert not at.exception
     assert at.title[0].value == "No access"
     assert "eve@hospital.example" in at.error[0].value
@@ -171,8 +217,57 @@ def test_user_without_role_is_denied_and_logged(handle, roles_file, tmp_path):
     assert entries[0].detail["roles_file"] == str(roles_file)
 
 
+def test_user_without_role_loading_two_pages_writes_one_denied_entry(handle, roles_file, tmp_path):
+    """Each browser page load (a reload, a typed URL) is a new Streamlit session of the same
+    login: the denied attempt is recorded once for that login, not once per load."""
+    eve = {"is_logged_in": True, "email_verified": True, "email": "eve@hospital.example"}
+    eve["iat"] = int(time.time()) - 60  # issued a minute ago
+    first = _app(eve).run()
+    first.run()  # a rerun in the same session
+    second = _app(eve)
+    second.query_params["page"] = "review"  # another page of the same login, a new session
+    second.run()
+    for at in (first, second):
+        assert not at.exception
+        assert at.title[0].value == "No access"
+    assert [(e.action, e.user) for e in _trail(tmp_path).entries()] == [
+        ("denied", "eve@hospital.example")
+    ]
+
+
+@pytest.mark.parametrize("claims", [{"email_verified": False}, {}], ids=["false", "missing"])
+def test_unverified_email_gets_no_role_and_is_told_so(handle, roles_file, tmp_path, claims):
+    at = _app({"is_logged_in": True, "email": "carl@hospital.example", **claims}).run()
+    assert not at.exception
+    assert at.title[0].value == "No access"
+    assert "e-mail address is not verified" in at.error[0].value
+    assert [h.value for h in at.header] == []  # no page ran
+    entries = _trail(tmp_path).entries()
+    assert [(e.action, e.role) for e in entries] == [("denied", "none")]
+    assert entries[0].detail["reason"] == "email not verified"
+
+
+def test_verified_email_check_turned_off_in_roles_file(handle, roles_file, tmp_path):
+    roles_file.write_text(ROLES_TOML + "[settings]\nrequire_verified_email = false\n")
+    at = _app({"is_logged_in": True, "email": "carl@hospital.example"}).run()
+    assert not at.exception
+    assert at.header[0].value == "Patient"
+
+
+def test_case_variant_roles_file_keys_are_shown_at_start_up(handle, roles_file, tmp_path):
+    roles_file.write_text('[users]\n"Dr.Smith@x.org" = ["clinician"]\n"dr.smith@x.org" = "staff"\n')
+    at = _app({"is_logged_in": True, "email_verified": True, "email": "dr.smith@x.org"}).run()
+    assert not at.exception
+    msg = at.error[0].value
+    assert msg.startswith("The roles file is invalid:") and str(roles_file) in msg
+    assert "'Dr.Smith@x.org'" in msg and "'dr.smith@x.org'" in msg
+    assert [h.value for h in at.header] == []
+
+
 def test_reviewer_sees_review_not_data_and_sign_in_is_logged(handle, roles_file, tmp_path):
-    at = _app({"is_logged_in": True, "email": "rita.reviewer@hospital.example"}).run()
+    at = _app(
+        {"is_logged_in": True, "email_verified": True, "email": "rita.reviewer@hospital.example"}
+    ).run()
     assert not at.exception
     assert at.header[0].value == "Patient"
     assert any(
@@ -186,14 +281,23 @@ def test_reviewer_sees_review_not_data_and_sign_in_is_logged(handle, roles_file,
 
 
 def test_data_manager_sees_only_data(handle, roles_file, tmp_path):
-    at = _app({"is_logged_in": True, "email": "dana@hospital.example"}).run()
+    at = _app(
+        {"is_logged_in": True, "email_verified": True, "email": "dana@hospital.example"}
+    ).run()
     assert not at.exception
     assert at.header[0].value == "Data"  # the only page, so the default
     _not_registered(at, "views/review.py")
 
 
 def test_staff_by_group_sees_analysis_but_not_review(handle, roles_file, monkeypatch):
-    at = _app({"is_logged_in": True, "email": "s@hospital.example", "groups": ["study-team"]}).run()
+    at = _app(
+        {
+            "is_logged_in": True,
+            "email_verified": True,
+            "email": "s@hospital.example",
+            "groups": ["study-team"],
+        }
+    ).run()
     assert not at.exception
     assert at.header[0].value == "Patient"
     _not_registered(at, "views/review.py")
@@ -253,7 +357,7 @@ def test_data_manager_kb_build_is_recorded(monkeypatch, tmp_path, roles_file):
     st.cache_resource.clear()
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.secrets["auth"] = AUTH
-    at.user = {"is_logged_in": True, "email": "dana@hospital.example"}
+    at.user = {"is_logged_in": True, "email_verified": True, "email": "dana@hospital.example"}
     at.run()
     assert at.header[0].value == "Data"
     at.button(key="validate").click().run()

@@ -38,6 +38,8 @@ ROLES = """
 "carl.clinician@hospital.example" = ["clinician"]
 [groups]
 "data-stewards" = ["data_manager"]
+[settings]
+require_verified_email = false  # the mock provider's form users carry no email_verified claim
 """
 
 
