@@ -1,7 +1,8 @@
 """`marag` command line: argument parsing and dispatch only. Each subcommand's work lives in the
 module that owns it (kb_store.kb_cli, engine.query_cli, engine.eval.eval_cli).
 
-Errors that users can fix (bad input, unknown ids, unreadable files) exit 2 with one line on stderr.
+Errors that users can fix (bad input, unknown ids, unreadable files, a misconfigured LLM backend)
+exit 2 with one line on stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from engine.audit import cli as audit_cli
 from engine.audit.errors import AuditError
 from engine.config import Config
+from engine.llm.errors import BackendError
 
 
 class UsageError(Exception):
@@ -241,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from engine.eval import eval_cli
 
             return eval_cli.run(args, cfg)
-    except (UsageError, ValueError, KeyError, FileNotFoundError, AuditError) as e:
+    except (UsageError, ValueError, KeyError, FileNotFoundError, AuditError, BackendError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"marag: error: {msg}", file=sys.stderr)
         return 2

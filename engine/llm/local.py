@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import Config
 from engine.llm.base import Cancelled, LLMRequest, PromptTooLongError, TextSink
+from engine.llm.errors import BackendError
 from engine.llm.keyed_cache import KeyedCache
 from kb_store.offline import apply_offline_environment
 
@@ -64,25 +65,45 @@ def resolve_model_dir(cfg: Config) -> tuple[Path, str]:
     if cfg.model is None:
         gguf = bundled_gguf_path()
         return ensure_converted(gguf, cfg.model_cache_dir), f"{gguf.name} (bundled)"
-    path = Path(str(cfg.model)).expanduser()
+    path = check_model_path(cfg)
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise ValueError(f"MARAG_MODEL {path}: a file must be a .gguf model")
         return ensure_converted(path, cfg.model_cache_dir), path.name
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            return path, path.name
-        ggufs = sorted(path.glob("*.gguf"))
-        if len(ggufs) == 1:
-            return ensure_converted(ggufs[0], cfg.model_cache_dir), ggufs[0].name
-        raise ValueError(
-            f"MARAG_MODEL {path}: not a Hugging Face model directory (no config.json) and "
-            f"{'several' if ggufs else 'no'} .gguf files in it; point at one model"
-        )
-    raise FileNotFoundError(
-        f"MARAG_MODEL {cfg.model!r}: no such model directory or GGUF file "
-        "(the local backend never downloads models)"
+    if (path / "config.json").is_file():
+        return path, path.name
+    ggufs = sorted(path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return ensure_converted(ggufs[0], cfg.model_cache_dir), ggufs[0].name
+    raise ValueError(
+        f"MARAG_MODEL {path}: not a Hugging Face model directory (no config.json) and "
+        f"{'several' if ggufs else 'no'} .gguf files in it; point at one model"
     )
+
+
+def check_model_path(cfg: Config) -> Path:
+    """cfg.model as a path (cfg.model must be set); BackendError when nothing is there."""
+    path = Path(str(cfg.model)).expanduser()
+    if not (path.is_file() or path.is_dir()):
+        raise BackendError(
+            f"MARAG_MODEL {cfg.model!r}: no such model directory or GGUF file (the local backend "
+            "never downloads models); set MARAG_MODEL to a local model or unset it for the bundled one"
+        )
+    return path
+
+
+def check_local_config(cfg: Config) -> str:
+    """The device cfg's model will run on, after the checks that need no model loading: a CUDA GPU
+    for 4-bit or device=cuda, bitsandbytes for 4-bit, an existing MARAG_MODEL path."""
+    device = _pick_device(cfg)
+    if cfg.load_in_4bit and importlib.util.find_spec("bitsandbytes") is None:
+        raise BackendError(
+            "MARAG_LOAD_IN_4BIT needs the bitsandbytes package: pip install 'marag[gpu]', "
+            "or unset MARAG_LOAD_IN_4BIT"
+        )
+    if cfg.model is not None:
+        check_model_path(cfg)
+    return device
 
 
 @dataclass
@@ -106,8 +127,9 @@ def _pick_device(cfg: Config) -> str:
         return "cpu"
     if cfg.device == "cuda" or cfg.load_in_4bit:
         if not torch.cuda.is_available():
-            what = "load_in_4bit (bitsandbytes nf4)" if cfg.load_in_4bit else "device=cuda"
-            raise RuntimeError(f"{what} needs a CUDA GPU, and torch sees none")
+            what = "MARAG_LOAD_IN_4BIT (bitsandbytes nf4)" if cfg.load_in_4bit else "device=cuda"
+            fix = "unset MARAG_LOAD_IN_4BIT" if cfg.load_in_4bit else "set MARAG_DEVICE=cpu or auto"
+            raise BackendError(f"{what} needs a CUDA GPU, and torch sees none: {fix}")
         return "cuda"
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -124,15 +146,11 @@ def _load(cfg: Config) -> _Loaded:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    device = _pick_device(cfg)
+    device = check_local_config(cfg)
     t0 = time.perf_counter()
     model_dir, source = resolve_model_dir(cfg)
     kwargs: dict[str, Any] = {"local_files_only": True}
     if cfg.load_in_4bit:
-        if importlib.util.find_spec("bitsandbytes") is None:
-            raise RuntimeError(
-                "load_in_4bit needs the bitsandbytes package: pip install 'marag[gpu]'"
-            )
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
@@ -168,6 +186,7 @@ class LocalLLM:
             import torch
 
             torch.set_num_threads(cfg.torch_threads)
+        check_local_config(cfg)  # a configuration error before any model loading
         self._loaded = load_model(cfg)
         self.number_safe = cfg.number_safe_effective
         self.calls = 0

@@ -6,6 +6,8 @@ Owns: one chat completion per request (system + user messages), temperature 0, m
 request or cfg.max_new_tokens; a batch is sent as concurrent requests on a small thread pool (the
 server batches them). Number-safe decoding needs access to the logits, which these servers do not
 give, so `allowed_numbers` is not enforced here: the grounding guard still checks every number.
+A server that cannot be reached, times out or answers with an HTTP error is a `BackendError` that
+names the URL (`server_error`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from engine.config import Config
 from engine.llm.base import Cancelled, LLMRequest, TextSink
+from engine.llm.errors import BackendError
 
 MAX_PARALLEL = 8
 
@@ -43,6 +46,7 @@ class OpenAICompatLLM:
         self.client = client
         self._model: str | None = None if cfg.openai_model in ("", "default") else cfg.openai_model
         self._model_lock = threading.Lock()
+        self.timeout = timeout
         self.calls = 0
         self.seconds = 0.0
 
@@ -96,17 +100,44 @@ class OpenAICompatLLM:
             raise RuntimeError(f"{self.cfg.openai_base_url}: the server returned no choices")
         return (resp.choices[0].message.content or "").strip()
 
+    def _run(self, requests: Sequence[LLMRequest], sink: TextSink | None) -> list[str]:
+        if sink is not None:  # streamed one after the other, so the text arrives in order
+            return [self._stream(r, sink) for r in requests]
+        if len(requests) == 1:
+            return [self._one(requests[0])]
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(requests))) as pool:
+            return list(pool.map(self._one, requests))
+
     def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
         if not requests:
             return []
+        import openai
+
         t0 = time.perf_counter()
-        if sink is not None:  # streamed one after the other, so the text arrives in order
-            out = [self._stream(r, sink) for r in requests]
-        elif len(requests) == 1:
-            out = [self._one(requests[0])]
-        else:
-            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(requests))) as pool:
-                out = list(pool.map(self._one, requests))
+        try:
+            out = self._run(requests, sink)
+        except (openai.APIConnectionError, openai.APIStatusError) as e:
+            raise server_error(e, self.cfg.openai_base_url, self.timeout) from e
         self.calls += len(requests)
         self.seconds += time.perf_counter() - t0
         return out
+
+
+def server_error(e: Exception, url: str, timeout: float) -> BackendError:
+    """A one-line BackendError for an `openai` client error (connection refused, timeout, HTTP
+    status), naming the server URL and what to change."""
+    import openai
+
+    if isinstance(e, openai.APITimeoutError):
+        what = f"did not answer within {timeout:g} s"
+    elif isinstance(e, openai.APIStatusError):
+        detail = " ".join(str(e.message).split())[:200]
+        return BackendError(
+            f"the OpenAI-compatible server at {url} answered HTTP {e.status_code} ({detail}): "
+            "check MARAG_OPENAI_MODEL and MARAG_OPENAI_API_KEY"
+        )
+    else:
+        what = "cannot be reached (connection failed)"
+    return BackendError(
+        f"the OpenAI-compatible server at {url} {what}: start it or set MARAG_OPENAI_BASE_URL"
+    )

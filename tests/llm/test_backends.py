@@ -16,6 +16,7 @@ import pytest
 from engine.config import Config
 from engine.llm import backends, gguf_cache
 from engine.llm.base import LLMRequest
+from engine.llm.errors import BackendError
 from engine.llm.local import bundled_gguf_path, resolve_model_dir
 from engine.llm.openai_backend import OpenAICompatLLM
 
@@ -38,7 +39,7 @@ def test_bundled_gguf_found_without_importing_the_package() -> None:
 
 
 def test_resolve_model_errors_are_clear(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="never downloads"):
+    with pytest.raises(BackendError, match="never downloads"):
         resolve_model_dir(Config(llm="local", model=str(tmp_path / "nope")))
     with pytest.raises(ValueError, match="no config.json"):
         resolve_model_dir(Config(llm="local", model=str(tmp_path)))
@@ -60,7 +61,7 @@ def test_4bit_without_cuda_is_a_clear_error() -> None:
 
     if torch.cuda.is_available():
         pytest.skip("CUDA present: the error path cannot be shown here")
-    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+    with pytest.raises(BackendError, match="needs a CUDA GPU"):
         _pick_device(Config(llm="local", load_in_4bit=True))
 
 
