@@ -344,22 +344,13 @@ def findings_values(all_findings: Mapping[int, Findings]) -> list:
     out = []
     for fd in all_findings.values():
         for r in fd.rises:
-            out.append(
-                FactValue(
-                    "cumulative",
-                    r.value - (r.first_value or 0),
-                    r.patient,
-                    r.visit,
-                    r.domain,
-                    r.item,
-                    label=f"item change from visit {r.first_visit}",
-                    source="computed",
-                )
-            )
-            if r.first_visit == r.visit - 1:  # the checker reads "since the previous visit"
+            # a rise from the previous visit is also a delta: the checker reads "since the
+            # previous visit" as one
+            kinds = ("cumulative", "delta") if r.first_visit == r.visit - 1 else ("cumulative",)
+            for kind in kinds:
                 out.append(
                     FactValue(
-                        "delta",
+                        kind,
                         r.value - (r.first_value or 0),
                         r.patient,
                         r.visit,
