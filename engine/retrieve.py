@@ -13,8 +13,9 @@ from collections import defaultdict
 
 from engine.clinical import cohort_table
 from engine.clinical.findings import course_and_findings
-from engine.clinical.ledger import build_ledger, ledger_values
 from engine.clinical.series import series
+from engine.clinical.statement_build import build_statements
+from engine.clinical.statements import ledger_of
 from engine.clinical.visit_filter import select_per_instrument
 from engine.state import NodeContext, State
 from engine.types import Fact, Plan
@@ -149,9 +150,17 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
         return {"intent": INTENT_MAP["cohort"], "cohort_frame": long, "notes": notes}
     out = fetch_facts(state.plan, ctx.kb)
     out["series"] = series(out["facts"], ctx.contexts)
-    out["ledger"] = build_ledger(out["facts"], out["series"], ctx.contexts)
-    # the whole course per instrument, item findings, and the sessions excluded at
-    # ingest for the plan's patients, with the ledger rows the readable summary states
+    # the whole course per instrument, item findings, and the sessions excluded at ingest for
+    # the plan's patients; then every statement of the run, whose values are the ledger
     out.update(course_and_findings(out["facts"], ctx.contexts, state.plan.patients))
-    out["ledger"] = out["ledger"] + ledger_values(out["courses"], out["findings"], state.excluded)
+    out["statements"] = build_statements(
+        out["facts"],
+        out["series"],
+        out["courses"],
+        out["findings"],
+        state.excluded,
+        ctx.contexts,
+        analysis=plan.analysis,
+    )
+    out["ledger"] = ledger_of(out["statements"])
     return out

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.clinical.series import Series
+from engine.clinical.statements import Statements
 from engine.config import Config
 from engine.contexts import Contexts
 from engine.llm.base import LLM
@@ -63,7 +64,8 @@ class State:
     flags: Flags = field(default_factory=empty_flags)
     summary: str = ""
     mode: str = ""
-    ledger: list[FactValue] = field(default_factory=list)
+    ledger: list[FactValue] = field(default_factory=list)  # the union of the statements' values
+    statements: Statements = field(default_factory=Statements)  # engine.clinical.statements
     guard_records: dict[str, GuardRecord] = field(default_factory=dict)  # agent -> record
     screening: list[ScreeningFinding] = field(default_factory=list)
     llm_calls: int = 0

@@ -11,8 +11,9 @@ from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.clinical import table_stats
 from engine.clinical.cohort import compute_cohort, render_cohort_facts
 from engine.clinical.findings import course_and_findings
-from engine.clinical.ledger import build_ledger, cohort_values, ledger_values
 from engine.clinical.series import series
+from engine.clinical.statement_build import build_statements
+from engine.clinical.statements import ledger_of
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.retrieve import fetch_facts
@@ -51,13 +52,26 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     ser = series(facts, ctx.contexts)
     # the clinical courses and findings of the same patients, with their ledger rows
     clin = course_and_findings(facts, ctx.contexts, sorted(shown))
-    ledger = (
-        build_ledger(facts, ser, ctx.contexts)
-        + ledger_values(clin["courses"], clin["findings"], state.excluded)
-        + cohort_values(cohort, table_stats.answer_scope(cohort))
+    statements = build_statements(
+        facts,
+        ser,
+        clin["courses"],
+        clin["findings"],
+        state.excluded,
+        ctx.contexts,
+        analysis=state.plan.analysis,
+        cohort=cohort,
+        scope=table_stats.answer_scope(cohort),
     )
     subsets = {d: [f for f in facts if f.domain == d] for d in DOMAINS}
-    return {"facts": facts, "subsets": subsets, "series": ser, "ledger": ledger, **clin}
+    return {
+        "facts": facts,
+        "subsets": subsets,
+        "series": ser,
+        "ledger": ledger_of(statements),
+        "statements": statements,
+        **clin,
+    }
 
 
 def cohort_node(state: State, ctx: NodeContext) -> dict:
@@ -72,11 +86,10 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
             state.facts, state.query, state.plan.instruments, statistic=state.plan.statistic
         )
     scoped = answer_facts(state, ctx, cohort)
-    ledger = scoped["ledger"]
-    gen = Generation(state, ctx, ledger)
+    gen = Generation(state, ctx, scoped["ledger"], scoped["statements"])
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
     req = with_allowed(req, req.user)
-    fallback = dense.cohort_text(cohort)
+    fallback = dense.cohort_text(cohort, scoped["statements"])
     (text,) = gen.texts([req], [fallback])
     g = gen.release("cohort", req, text, fallback)
     return {

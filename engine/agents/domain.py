@@ -57,7 +57,7 @@ def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
     fallbacks: dict[str, str] = {}
     for d in domains:
         rows = domain_rows(state, d)
-        fallbacks[d] = dense.domain_text(d, rows, ctx.contexts)
+        fallbacks[d] = dense.domain_text(d, rows, ctx.contexts, state.statements)
         req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
         if req is not None:
             reqs[d] = with_allowed(req, render_series_table(rows))

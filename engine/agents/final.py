@@ -23,6 +23,7 @@ from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Fact, Flags, SeriesRow
 from engine.writing import dense, readable
+from engine.writing.citing import plain
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 
@@ -145,6 +146,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         flags=flags,
         cohort=state.cohort,
         monitor=readable.patients_to_monitor(state),
+        sts=state.statements,
     )
     dense_text = fallback
     if mode == "trajectory":  # the readable text; the dense form stays for QA
@@ -156,7 +158,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         if note:
             fallback = fallback + "\n\n" + note
         if state.excluded:
-            fallback = fallback + "\n\n" + readable.excluded_text(state.excluded)
+            fallback = fallback + "\n\n" + readable.excluded_text(state.excluded, state.statements)
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)
@@ -174,7 +176,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         "flags": flags,
         "mode": mode,
         "summary": summary,
-        "summary_dense": dense_text,
+        "summary_dense": plain(dense_text),
         "prompts": {**state.prompts, "final": prompt_text(req)},
         "screening": list(screening),
         **gen.changes(),

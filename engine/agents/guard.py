@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import ContextVar
 
+from engine.agents.rendered_record import rendered_record
 from engine.clinical.ledger import allowed_numbers
+from engine.clinical.statements import Statements
 from engine.grounding.guard import StatementSpec, guard_text
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.verify import context_phrases
 from engine.llm.base import LLMRequest, PromptTooLongError
 from engine.state import NodeContext, State
 from engine.types import FactValue, GuardRecord
+from engine.writing.citing import Rendered, finish
 
 
 def with_allowed(req: LLMRequest, *fact_texts: str) -> LLMRequest:
@@ -42,8 +45,15 @@ _LAST_INDEX: ContextVar[tuple[Sequence[FactValue], int, LedgerIndex] | None] = C
 class Generation:
     """LLM calls and guarded release for one node run."""
 
-    def __init__(self, state: State, ctx: NodeContext, ledger: Sequence[FactValue] | None = None):
+    def __init__(
+        self,
+        state: State,
+        ctx: NodeContext,
+        ledger: Sequence[FactValue] | None = None,
+        statements: Statements | None = None,
+    ):
         self.ctx = ctx
+        self.statements = state.statements if statements is None else statements
         self.guard = state.guard
         self.plan_patients = state.plan.patients
         self.analysis = state.plan.analysis
@@ -116,6 +126,11 @@ class Generation:
             coverage_min=self.ctx.cfg.coverage_min,
             analysis=self.analysis,
         )
+        rendered = finish(fallback)
+        fallback = rendered.text
+        if self.ctx.llm is None and rendered.citations:
+            return self._release_rendered(agent, rendered)
+        text = finish(text).text
         if self.ctx.llm is None or not self.guard:
             # facts backend / unguarded baseline: measure the text, never replace it
             res = guard_text(
@@ -162,3 +177,29 @@ class Generation:
         rec["guarded"] = True
         self.records[agent] = rec  # type: ignore[assignment]
         return res.text
+
+    def _release_rendered(self, agent: str, rendered: Rendered) -> str:
+        """The facts backend's own rendered text: released as written, its record looked up from
+        its citations (engine.agents.rendered_record), not parsed."""
+        rec = rendered_record(
+            rendered,
+            self.statements,
+            agent=agent,
+            plan_patients=self.plan_patients,
+            coverage_min=self.ctx.cfg.coverage_min,
+        )
+        rec.update(
+            rounds=0,
+            fallback_used=False,
+            passed=_passed(rec),
+            history=[],
+            repairs=[],
+            released="as_written",
+            guarded=False,
+        )
+        self.records[agent] = rec  # type: ignore[assignment]
+        return rendered.text
+
+
+def _passed(rec: dict) -> bool:
+    return not rec["unsupported"] and rec.get("statements_passed", True)

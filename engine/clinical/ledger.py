@@ -419,13 +419,10 @@ def allowed_numbers(*texts: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def ledger_values(
-    courses: Mapping, findings: Mapping[int, Findings], excluded: Sequence[Mapping] = ()
-) -> list[FactValue]:
-    onset = {
-        r["rule"]: r["threshold"] for fd in findings.values() for r in fd.new_onset
-    }  # new-onset rules: "at or above 1" after zero at every earlier assessment
-    thresholds = [
+def onset_threshold_values(findings: Mapping[int, Findings]) -> list[FactValue]:
+    """The new-onset rules' thresholds ("at or above 1" after zero at every earlier assessment)."""
+    onset = {r["rule"]: r["threshold"] for fd in findings.values() for r in fd.new_onset}
+    return [
         FactValue(
             "threshold",
             float(v),
@@ -435,11 +432,16 @@ def ledger_values(
         )
         for rule, v in onset.items()
     ]
+
+
+def ledger_values(
+    courses: Mapping, findings: Mapping[int, Findings], excluded: Sequence[Mapping] = ()
+) -> list[FactValue]:
     return (
         course_values(dict(courses))
         + findings_values(findings)
         + excluded_values(excluded)
-        + thresholds
+        + onset_threshold_values(findings)
     )
 
 

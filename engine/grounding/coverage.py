@@ -1,14 +1,8 @@
 """Key-fact coverage: a text must state what it is for (its key facts), not only say nothing
 false.
 
-Key facts, from the ledger and the run's flags:
-- a domain agent (motor, adl, nonmotor, qol): for each patient with a score in the domain, the
-  first selected score ("baseline"), the latest score and, with two or more visits, the change label
-  (the change from the first to the latest visit);
-- the final agent: for each patient and domain, the change label (with one selected visit, or in
-  a single-session analysis: the score of each selected session), and every current flag (each red-flag item and each incongruence);
-- the final agent of a cohort plan: the finding (the rank-1 patient named, or the cohort value);
-- comparison and cohort agents: none here (their numbers are checked claim by claim).
+Key facts: the one definition is engine.clinical.key_facts (docs/engine.md, "Key facts"); here
+they are read over the ledger's score series, so a free text can be checked without a run.
 
 A key fact is *stated* when a sentence the statement checker found supported holds it:
 - a score: a correct value claim of that patient (or no patient, in a one-patient plan), domain
@@ -26,12 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.clinical.key_facts import DOMAIN_AGENTS as DOMAIN_AGENTS
+from engine.clinical.key_facts import key_specs
 from engine.grounding.facts_view import FactsView
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.sentence_verdict import StatementReport
 from engine.types import FactValue
 
-DOMAIN_AGENTS = ("motor", "adl", "nonmotor", "qol")
 CHANGE_KINDS = ("delta", "cumulative", "change", "pair", "since")
 
 
@@ -104,89 +99,12 @@ def key_facts(
     cohort: Mapping[str, Any] | None = None,
     analysis: str | None = None,
 ) -> list[KeyFact]:
-    """The key facts an agent's text must state (see the module docstring). A single-session
-    analysis describes sessions, not change: its final text states each selected session's
-    domain scores instead of the change labels."""
+    """The key facts an agent's text must state: the one definition
+    (engine.clinical.key_facts.key_specs) over the ledger's score series and MCID label."""
     view = ledger.view if isinstance(ledger, LedgerIndex) else FactsView(ledger)
-    if agent in DOMAIN_AGENTS:
-        return _domain_key_facts(view, agent)
-    if agent == "final" and cohort:
-        return _cohort_key_facts(cohort)
-    if agent == "final":
-        return _final_key_facts(view, analysis) + _flag_key_facts(view, flags or {})
-    return []
-
-
-def _domain_key_facts(view: FactsView, agent: str) -> list[KeyFact]:
-    """A domain agent's: each patient's baseline and latest score of its domain, and the change
-    label between them."""
-    out: list[KeyFact] = []
-    for (p, d), series in sorted(view.scores.items()):
-        if d != agent or not series:
-            continue
-        vs = sorted(series)
-        out.append(KeyFact("baseline", p, d, vs[0], float(series[vs[0]].value)))
-        if len(vs) > 1:
-            out.append(KeyFact("latest", p, d, vs[-1], float(series[vs[-1]].value)))
-            ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
-            out.append(KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch)))
-    return out
-
-
-def _cohort_key_facts(cohort: Mapping[str, Any]) -> list[KeyFact]:
-    """Cohort mode: the finding itself (the rank-1 patient, or the cohort value)."""
-    if cohort.get("patient") is not None:
-        return [KeyFact("cohort", int(cohort["patient"]), cohort.get("domain"))]
-    if cohort.get("value") is not None:
-        return [KeyFact("cohort", -1, cohort.get("domain"), value=float(cohort["value"]))]
-    return []
-
-
-def _final_key_facts(view: FactsView, analysis: str | None) -> list[KeyFact]:
-    """The final text's: each patient's change label per domain, or each session's score (one
-    session, or a single-session analysis)."""
-    out: list[KeyFact] = []
-    for (p, d), series in sorted(view.scores.items()):
-        if d not in DOMAIN_AGENTS or not series:
-            continue
-        vs = sorted(series)
-        if len(vs) == 1 or analysis == "single_session":
-            out += [KeyFact("score", p, d, v, float(series[v].value)) for v in vs]
-        else:
-            ch = float(series[vs[-1]].value) - float(series[vs[0]].value)
-            out.append(KeyFact("label", p, d, vs[-1], ch, ref_visit=vs[0], label=view.label(d, ch)))
-    return out
-
-
-def _flag_key_facts(
-    view: FactsView, flags: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> list[KeyFact]:
-    """The final text's current red flags and incongruences (of each patient's latest visit)."""
-    out: list[KeyFact] = []
-    latest = {
-        p: max(v for (q, _d), ser in view.scores.items() if q == p for v in ser)
-        for p in view.patients
-    }
-    for r in flags.get("red_flags", []):
-        # the engine marks current flags (each instrument's latest assessment); rows without
-        # the mark (older results): the patient's latest visit
-        if not r.get("current", r["visit"] == latest.get(r["patient"])):
-            continue  # a flag of an earlier visit is history, not a current flag
-        out.append(
-            KeyFact(
-                "red_flag",
-                r["patient"],
-                r.get("domain"),
-                r["visit"],
-                float(r["value"]),
-                item=r["item"],
-            )
-        )
-    for r in flags.get("incongruence", []):
-        if r["visit"] != latest.get(r["patient"]):
-            continue
-        out.append(KeyFact("incongruence", r["patient"], r["elevated_domain"], r["visit"]))
-    return out
+    scores = {k: {v: float(fv.value) for v, fv in ser.items()} for k, ser in view.scores.items()}
+    specs = key_specs(agent, scores, view.label, flags, cohort, analysis)
+    return [KeyFact(**vars(s)) for s in specs]
 
 
 def coverage(

@@ -14,8 +14,10 @@ from typing import Any
 from engine.clinical.cohort import render_cohort_facts, value_text
 from engine.clinical.monitor import MonitorItem
 from engine.clinical.series import change_phrase, fmt, score_phrase
+from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.types import Fact, SeriesRow
+from engine.writing.citing import cite
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, load_profile
 
 NOTABLE_ITEM_LEVEL = 3  # item rating listed as notable: 3 = moderate (MDS-UPDRS) / often (PDQ-8)
@@ -32,7 +34,13 @@ def _visit_sentence(r: SeriesRow) -> str:
     return f"visit {r.visit} ({r.date}{base}): {score_phrase(r)}" + (f", {ch}" if ch else "") + "."
 
 
-def domain_text(domain: str, rows: Sequence[SeriesRow], ctx: Contexts) -> str:
+def _about(sts: Statements | None, patient: int | None, subject: str | None = None) -> list:
+    return sts.about(patient, subject) if sts is not None else []
+
+
+def domain_text(
+    domain: str, rows: Sequence[SeriesRow], ctx: Contexts, sts: Statements | None = None
+) -> str:
     """N_d for one domain: every visit of every patient, with change from the previous visit and
     from the reference (baseline) visit."""
     if not rows:
@@ -44,7 +52,7 @@ def domain_text(domain: str, rows: Sequence[SeriesRow], ctx: Contexts) -> str:
     paras = []
     for p, rs in by_p.items():
         sents = [f"Patient {p}, {_visit_sentence(r)}" for r in rs]
-        paras.append(" ".join(sents))
+        paras.append(cite(" ".join(sents), _about(sts, p, domain)))
     profiles = {r.profile for r in rows}
     tail = []
     for prof in sorted(profiles):
@@ -66,7 +74,7 @@ def domain_text(domain: str, rows: Sequence[SeriesRow], ctx: Contexts) -> str:
     return f"{_cap(word)}: " + "\n".join(paras) + ("\n" + " ".join(tail) if tail else "")
 
 
-def comparison_text(series: Series, patients: Sequence[int]) -> str:
+def comparison_text(series: Series, patients: Sequence[int], sts: Statements | None = None) -> str:
     """Summary part of O: one paragraph per domain contrasting the patients, then discordance."""
     paras = []
     latest_label: dict[str, dict[int, str]] = {}
@@ -91,7 +99,8 @@ def comparison_text(series: Series, patients: Sequence[int]) -> str:
                 f"{change_phrase(last).split(', ')[-1]}"
             )
         if parts:
-            paras.append(f"{_cap(DOMAIN_WORDS[dom])}: " + "; ".join(parts) + ".")
+            pool = [x for p in patients for x in _about(sts, p, dom)]
+            paras.append(cite(f"{_cap(DOMAIN_WORDS[dom])}: " + "; ".join(parts) + ".", pool))
     disc = []
     for dom, labels in latest_label.items():
         if len(set(labels.values())) > 1:
@@ -102,7 +111,10 @@ def comparison_text(series: Series, patients: Sequence[int]) -> str:
             )
     if disc:
         paras.append(
-            "Discordance between patients over the selected visits: " + "; ".join(disc) + "."
+            cite(
+                "Discordance between patients over the selected visits: " + "; ".join(disc) + ".",
+                [x for p in patients for x in _about(sts, p)],
+            )
         )
     elif latest_label:
         paras.append(
@@ -111,10 +123,15 @@ def comparison_text(series: Series, patients: Sequence[int]) -> str:
     return "\n\n".join(paras)
 
 
-def cohort_text(cohort: Mapping[str, Any]) -> str:
+def cohort_text(cohort: Mapping[str, Any], sts: Statements | None = None) -> str:
     """G: the statistic, the patient it concerns, the ranking and the cohort statistics."""
     stat, ranking = render_cohort_facts(dict(cohort), top_n=5)
-    return f"{_cap(stat)}.\n\n" + _cohort_blocks(ranking)
+    return cite(f"{_cap(stat)}.\n\n" + _cohort_blocks(ranking), _cohort_pool(sts))
+
+
+def _cohort_pool(sts: Statements | None) -> list:
+    """A cohort text may state any of the answer's statements (its scope: engine.agents.cohort)."""
+    return list(sts) if sts is not None else []
 
 
 def _cohort_blocks(ranking: str) -> str:
@@ -217,7 +234,9 @@ def _monitor_paragraph(
 NO_FLAGS = "No incongruence or red-flag items were found."
 
 
-def flags_text(flags: Mapping[str, Sequence[dict]], *, red_flags: bool = True) -> str:
+def flags_text(
+    flags: Mapping[str, Sequence[dict]], *, red_flags: bool = True, sts: Statements | None = None
+) -> str:
     """The incongruence list and (with `red_flags`) the red-flag rows, one list per paragraph.
     Without `red_flags` the caller writes the red flags itself (readable_text, per item) and
     gets "" when there is no incongruence."""
@@ -247,6 +266,8 @@ def flags_text(flags: Mapping[str, Sequence[dict]], *, red_flags: bool = True) -
             + "."
         )
     # separate paragraphs: visits restart in each list (the grounding check orders visits per paragraph)
+    who = sorted({r["patient"] for r in [*inc, *red]})
+    parts = [cite(x, [s for p in who for s in _about(sts, p)]) for x in parts]
     if parts or not red_flags:
         return "\n\n".join(parts)
     return NO_FLAGS
@@ -257,17 +278,22 @@ def single_session_text(
     facts: Sequence[Fact],
     patients: Sequence[int],
     flags: Mapping[str, Sequence[dict]],
+    sts: Statements | None = None,
 ) -> str:
     paras = []
     for p in patients:
         rows = [r for d in DOMAINS for r in series.get((p, d), [])]
+        mine = _about(sts, p)
         for v in sorted({r.visit for r in rows}):
             rs = [r for r in rows if r.visit == v]
             base = ", baseline" if v == 1 else ""
             paras.append(
-                f"Patient {p}, visit {v} ({rs[0].date}{base}): "
-                + ", ".join(score_phrase(r) for r in rs)
-                + "."
+                cite(
+                    f"Patient {p}, visit {v} ({rs[0].date}{base}): "
+                    + ", ".join(score_phrase(r) for r in rs)
+                    + ".",
+                    mine,
+                )
             )
             high = []
             for f in facts:
@@ -289,8 +315,8 @@ def single_session_text(
                             f"visit {v}: " + ", ".join(top) + "."
                         )
             if high:
-                paras.append(" ".join(high))
-    paras.append(flags_text(flags))
+                paras.append(cite(" ".join(high), mine))
+    paras.append(flags_text(flags, sts=sts))
     return "\n\n".join(paras)
 
 
@@ -303,6 +329,7 @@ def final_text(
     flags: Mapping[str, Sequence[dict]],
     cohort: Mapping[str, Any] | None = None,
     monitor: Sequence[MonitorItem] = (),
+    sts: Statements | None = None,
 ) -> str:
     """The final summary in the structure of the synthesis mode (`monitor`: the patients'
     to-monitor items, engine.clinical.monitor, for the trajectory)."""
@@ -319,9 +346,9 @@ def final_text(
             if c["ties"]:
                 head += f" Tied at rank 1: patients {', '.join(map(str, c['ties']))}."
         _, ranking = render_cohort_facts(dict(c), top_n=5)
-        return head + "\n\n" + _cohort_blocks(ranking)
+        return cite(head + "\n\n" + _cohort_blocks(ranking), _cohort_pool(sts))
     if mode == "comparison":
-        return comparison_text(series, patients) + "\n\n" + flags_text(flags)
+        return comparison_text(series, patients, sts) + "\n\n" + flags_text(flags, sts=sts)
     if mode == "single_session":
-        return single_session_text(series, facts, patients, flags)
+        return single_session_text(series, facts, patients, flags, sts)
     return trajectory_text(series, patients, flags, monitor)

@@ -18,8 +18,10 @@ from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
 from engine.clinical.monitor import MonitorItem, to_monitor
 from engine.clinical.series import fmt, fmt2, fmt_signed
+from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.writing import dense
+from engine.writing.citing import cite
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 INSTRUMENT_WORDS = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
@@ -284,11 +286,18 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
     return paras
 
 
-def red_flag_paragraphs(findings: Mapping[int, Findings], patients: Sequence[int]) -> list[str]:
+def red_flag_paragraphs(
+    findings: Mapping[int, Findings], patients: Sequence[int], sts: Statements | None = None
+) -> list[str]:
     """The red flags of several patients as the trajectory text writes them (one paragraph per
     item, visits collapsed, current / resolved / not resolved), each naming its patient: the
     comparison summary's red flags (the per-visit list stays in the dense text for QA)."""
-    return [text for p in patients if p in findings for _, text in _flag_paragraphs(findings[p], p)]
+    return [
+        cite(text, sts.about(p) if sts is not None else [])
+        for p in patients
+        if p in findings
+        for _, text in _flag_paragraphs(findings[p], p)
+    ]
 
 
 def _falls_sentence(fd: Findings) -> str:
@@ -363,19 +372,24 @@ def patient_summary(
     fd: Findings,
     ctx: Contexts,
     excluded: Sequence[Mapping[str, Any]] = (),
+    sts: Statements | None = None,
 ) -> str:
+    """One patient's readable summary; with `sts`, each paragraph cites the statements it
+    renders (engine.writing.citing)."""
     ics = list(iter_courses(dict(courses), patient))
-    paras = [f"Patient {patient}."]
+    mine = sts.about(patient) if sts is not None else []
+    paras = [cite(f"Patient {patient}.", mine)]
     for ic in ics:
-        paras.append(" ".join(_framing(ic)))
+        paras.append(cite(" ".join(_framing(ic)), mine))
         for d in DOMAINS:
             if d in ic.domains:
-                paras.append(_domain_paragraph(ic.domains[d]))
-    paras += _findings_paragraphs(fd)
-    paras.append(_monitor(ics, fd))
+                part = sts.about(patient, d) if sts is not None else []
+                paras.append(cite(_domain_paragraph(ic.domains[d]), part))
+    paras += [cite(x, mine) for x in _findings_paragraphs(fd)]
+    paras.append(cite(_monitor(ics, fd), mine))
     ex = [e for e in excluded if e.get("patient") == patient]
     if ex:
-        paras.append(excluded_sentence(ex))
+        paras.append(cite(excluded_sentence(ex), mine))
     if any(
         ctx.mcid_for(dc.profile, d) is not None and ctx.mcid[dc.profile][d].basis != "published"  # type: ignore[union-attr]
         for ic in ics
@@ -402,15 +416,17 @@ def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def readable_trajectory(st: Any, ctx: Contexts) -> str:
+    """The trajectory summary of every planned patient, its paragraphs citing their statements."""
+    sts: Statements = st.statements
     paras = [
-        patient_summary(p, st.courses, st.findings[p], ctx, st.excluded)
+        patient_summary(p, st.courses, st.findings[p], ctx, st.excluded, sts)
         for p in st.plan.patients
         if p in st.findings
     ]
     missing = [p for p in st.plan.patients if p not in st.findings]
     ex = [e for e in st.excluded if e.get("patient") in missing]
     if ex:
-        paras.append(excluded_text(ex))
+        paras.append(cite(excluded_text(ex), [s for p in missing for s in sts.about(p)]))
     return "\n\n".join(paras)
 
 
@@ -418,18 +434,21 @@ def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
     """The comparison summary: one paragraph per domain contrasting the patients, discordance,
     incongruence, then each patient's red flags written as the trajectory text writes them (per
     item, visits collapsed, current or resolved) instead of one row per visit."""
+    sts: Statements = st.statements
     paras = [
-        dense.comparison_text(st.series, st.plan.patients),
-        dense.flags_text(flags, red_flags=False),
-        *red_flag_paragraphs(st.findings, st.plan.patients),
+        dense.comparison_text(st.series, st.plan.patients, sts),
+        dense.flags_text(flags, red_flags=False, sts=sts),
+        *red_flag_paragraphs(st.findings, st.plan.patients, sts),
     ]
     if not flags.get("incongruence") and not flags.get("red_flags"):
         paras.append(dense.NO_FLAGS)
     return "\n\n".join(x for x in paras if x)
 
 
-def excluded_text(rows: Sequence[Mapping[str, Any]]) -> str:
-    return excluded_sentence(rows)
+def excluded_text(rows: Sequence[Mapping[str, Any]], sts: Statements | None = None) -> str:
+    """The sessions left out at ingest, citing their patients' statements."""
+    who = sorted({r.get("patient") for r in rows}, key=str)
+    return cite(excluded_sentence(rows), [s for p in who for s in sts.about(p)] if sts else [])
 
 
 def baseline_note(state: Any) -> str:
@@ -442,9 +461,12 @@ def baseline_note(state: Any) -> str:
     for (p, inst), ic in sorted(state.courses.items()):
         if ic.visits and ic.visits[0] != 1:
             out.append(
-                f"For patient {p}, the {words.get(inst, inst)} baseline is visit {ic.visits[0]}, "
-                f"the first {words.get(inst, inst)} assessment (visits are numbered across "
-                "instruments)."
+                cite(
+                    f"For patient {p}, the {words.get(inst, inst)} baseline is visit "
+                    f"{ic.visits[0]}, the first {words.get(inst, inst)} assessment (visits are "
+                    "numbered across instruments).",
+                    state.statements.about(p),
+                )
             )
     return " ".join(out)
 

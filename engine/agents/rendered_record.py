@@ -1,0 +1,316 @@
+"""The release record of a rendered text, looked up from its citations (no prose is parsed).
+
+A writer returns its text with the statements each span renders (engine.writing.citing). Every
+number of the text is checked by lookup:
+- a number inside a cited span must be one of the cited statements' values (signed as written,
+  or its size when written without a sign; within the value's tolerance), or an identifier of
+  them: a visit number after "visit(s)", a patient id after "patient(s)", a date of one of their
+  sessions; the innermost citation is tried first, then the ones around it;
+- a number outside every citation is unsupported ("not rendered from a statement").
+Each number becomes a claim with the ledger values it matched (the provenance view links them),
+each sentence a verdict (supported when it cites and every number in it holds; neutral when it
+has neither), and the coverage is the share of the agent's key statements the text cites. The
+record has the shape of the prose checker's (engine.grounding.guard), which stays for model text,
+`marag check` and the evaluation; tests run it over every rendered text as an oracle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.clinical.key_facts import DOMAIN_AGENTS
+from engine.clinical.statements import Statement, Statements, ledger_of
+from engine.grounding.numbers import NumberToken, extract_numbers, paper_tokens
+from engine.grounding.sentences import split_sentences
+from engine.metrics import in_order
+from engine.types import FactValue
+from engine.writing.citing import Citation, Rendered
+
+_LIST = r"(?:\d+(?:,\s*|\s+and\s+))*"
+#: a visit number as the writers write it: "visit 3", "visits 2, 3 and 4"
+VISIT_BEFORE = re.compile(rf"\b(?:visit\s+|visits\s+{_LIST})$", re.I)
+#: a patient id: "patient 4", "patients 3 and 8", "proj id 23"
+PATIENT_BEFORE = re.compile(rf"\b(?:patient\s+#?|proj id\s+|patients\s+{_LIST})$", re.I)
+_IDENT = ("visit", "date")
+
+
+@dataclass
+class _Claim:
+    tok: NumberToken
+    role: str
+    matched: list[FactValue] = field(default_factory=list)
+    ids: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def supported(self) -> bool:
+        return not self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        fv = self.matched[0] if self.matched else None
+        return {
+            "span": [self.tok.start, self.tok.end],
+            "text": self.tok.text,
+            "value": self.tok.value,
+            "role": self.role,
+            "kind": fv.kind if fv and self.role == "value" else None,
+            "patient": fv.patient if fv else None,
+            "visit": fv.visit if fv else None,
+            "ref_visit": None,
+            "domain": fv.domain if fv else None,
+            "items": [fv.item] if fv and fv.kind == "item" and fv.item else None,
+            "direction": None,
+            "date": fv.date if fv else None,
+            "reference": False,
+            "context": True,
+            "status": "correct" if self.supported else "wrong",
+            "reason": self.reason,
+            "expected": [],
+            "matched": [_fv_dict(f) for f in self.matched],
+            "statements": list(self.ids),
+        }
+
+
+def _fv_dict(f: FactValue) -> dict[str, Any]:
+    return dict(vars(f))
+
+
+def _role(text: str, tok: NumberToken, start: int) -> str:
+    if tok.kind == "date":
+        return "date"
+    before = text[max(start, tok.start - 60) : tok.start]
+    if VISIT_BEFORE.search(before):
+        return "visit"
+    if PATIENT_BEFORE.search(before):
+        return "patient"
+    return "value"
+
+
+class _Pool:
+    """The values and identifiers of one citation's statements, indexed for lookup."""
+
+    def __init__(self, sts: Sequence[Statement]):
+        self.patients = {s.patient for s in sts}
+        self.visits = {v for s in sts for v in s.visits}
+        self.exact: dict[float, list[FactValue]] = {}
+        self.size: dict[float, list[FactValue]] = {}
+        self.tolerant: list[FactValue] = []
+        self.visit_values: dict[float, list[FactValue]] = {}
+        self.at_visit: dict[float, list[FactValue]] = {}
+        self.dates: dict[str, list[FactValue]] = {}
+        for v in ledger_of(sts):
+            if v.date:
+                self.dates.setdefault(v.date, []).append(v)
+            if v.visit is not None:
+                self.at_visit.setdefault(float(v.visit), []).append(v)
+            if v.kind == "visit":
+                self.visit_values.setdefault(float(v.value), []).append(v)
+            elif v.kind == "date":
+                continue
+            elif v.tolerance:
+                self.tolerant.append(v)
+            else:
+                self.exact.setdefault(float(v.value), []).append(v)
+                self.size.setdefault(abs(float(v.value)), []).append(v)
+
+    def values(self, tok: NumberToken) -> list[FactValue]:
+        out = list(self.exact.get(tok.value, ()))
+        if not tok.signed:
+            seen = {id(v) for v in out}
+            out += [v for v in self.size.get(tok.value, ()) if id(v) not in seen]
+        for v in self.tolerant:
+            d = abs(float(v.value) - tok.value)
+            if not tok.signed:
+                d = min(d, abs(abs(float(v.value)) - tok.value))
+            if d <= float(v.tolerance) + 1e-9:
+                out.append(v)
+        return out
+
+    def match(self, role: str, tok: NumberToken) -> list[FactValue]:
+        if role == "date":
+            hit = self.dates.get(tok.date or "", [])
+            return [v for v in hit if v.kind in _IDENT][:1] or hit[:1]
+        if role == "visit":
+            hit = self.visit_values.get(tok.value, [])
+            if hit or tok.value in self.visits:
+                return hit or self.at_visit.get(tok.value, [])[:1]
+            return []
+        return self.values(tok)
+
+
+def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Claim:
+    cits = r.at(tok.start)
+    if not cits:
+        return _Claim(tok, "value", reason="not rendered from a statement")
+    role = _role(r.text, tok, cits[-1].start)
+    for c in cits:  # innermost first
+        pool = pools.get(c.ids)
+        if pool is None:
+            pool = pools[c.ids] = _Pool([sts.get(i) for i in c.ids])
+        if role == "patient":  # an identifier: no ledger value to link
+            if tok.value in pool.patients:
+                return _Claim(tok, role, [], c.ids)
+            continue
+        hit = pool.match(role, tok)
+        if hit:
+            return _Claim(tok, role, hit, c.ids)
+    what = {"value": "a value", "visit": "a visit", "patient": "a patient", "date": "a date"}[role]
+    return _Claim(
+        tok, role, ids=cits[0].ids, reason=f"{tok.text} is not {what} of the cited statements"
+    )
+
+
+def _narrow(claims: list[_Claim]) -> None:
+    """A value that several cited values equal is the one at the visit written next to it in the
+    same citation ("12 at visit 3"), when one of them is."""
+    for i, c in enumerate(claims):
+        if c.role != "value" or len({v.visit for v in c.matched}) < 2:
+            continue
+        nxt = next((d for d in claims[i + 1 : i + 3] if d.role == "visit"), None)
+        if nxt is not None and nxt.ids == c.ids:
+            same = [v for v in c.matched if v.visit == nxt.tok.value]
+            if same:
+                c.matched = same
+
+
+def _sentences(r: Rendered, claims: Sequence[_Claim]) -> list[dict[str, Any]]:
+    out = []
+    for _p, a, b in split_sentences(r.text):
+        mine = [c for c in claims if a <= c.tok.start < b]
+        cited = any(c.start < b and a < c.end for c in r.citations)
+        bad = [c for c in mine if not c.supported]
+        status = "unsupported" if bad else "supported" if cited else "neutral"
+        if not cited and not mine:
+            status = "neutral"
+        out.append(
+            {
+                "text": r.text[a:b],
+                "span": [a, b],
+                "status": status,
+                "reasons": [c.reason for c in bad],
+                "facts": [
+                    {"statements": list(c.ids), "values": [_fv_dict(v) for v in c.matched]}
+                    for c in mine
+                    if c.matched
+                ],
+                "statements": sorted(
+                    {i for c in r.citations if c.start < b and a < c.end for i in c.ids},
+                    key=lambda i: int(i[1:]),
+                ),
+            }
+        )
+    return out
+
+
+def _key_statements(sts: Statements, agent: str, patients: Sequence[int]) -> list[Statement]:
+    keys = [s for s in sts.key_facts if not patients or s.patient in patients or s.patient is None]
+    if agent in DOMAIN_AGENTS:
+        return [s for s in keys if s.kind == "change" and s.subject == agent]
+    return keys if agent == "final" else []
+
+
+def _coverage(r: Rendered, keys: Sequence[Statement]) -> dict[str, Any]:
+    cited = r.cited_ids
+    missing = [s for s in keys if s.id not in cited]
+    stated = len(keys) - len(missing)
+    return {
+        "value": stated / len(keys) if keys else 1.0,
+        "stated": stated,
+        "total": len(keys),
+        "missing": [_describe(s) for s in missing],
+    }
+
+
+def _describe(s: Statement) -> str:
+    who = f"patient {s.patient}" if s.patient is not None else "cohort"
+    where = f" (visits {', '.join(map(str, s.visits))})" if s.visits else ""
+    return f"{who}: {s.kind} {s.subject or ''} {s.label}{where}".replace("  ", " ")
+
+
+def _scoped_order(r: Rendered, claims: Sequence[_Claim]) -> float:
+    """1.0 when within every citation the visits written never go backwards."""
+    by: dict[Citation, list[int]] = {}
+    for c in claims:
+        if c.role == "visit":
+            for cit in r.at(c.tok.start)[:1]:
+                by.setdefault(cit, []).append(int(c.tok.value))
+    return 1.0 if all(in_order(v) for v in by.values()) else 0.0
+
+
+def rendered_record(
+    r: Rendered,
+    sts: Statements,
+    *,
+    agent: str,
+    plan_patients: Sequence[int] = (),
+    coverage_min: float = 1.0,
+) -> dict[str, Any]:
+    """The guard record of a rendered text (see the module docstring)."""
+    pools = sts.memo  # one pool per cited set of statements, shared by the run's texts
+    claims = [_claim(r, sts, t, pools) for t in extract_numbers(r.text)]
+    _narrow(claims)
+    bad = [c for c in claims if not c.supported]
+    unsupported = [
+        {
+            "span": [c.tok.start, c.tok.end],
+            "text": c.tok.text,
+            "reason": c.reason,
+            "context": "citation",
+            "expected": [],
+        }
+        for c in bad
+    ]
+    if not r.text.strip():
+        unsupported.append(
+            {
+                "span": None,
+                "text": "",
+                "reason": "the text is empty",
+                "context": "whole text",
+                "expected": [],
+            }
+        )
+    sents = _sentences(r, claims)
+    cov = _coverage(r, _key_statements(sts, agent, plan_patients))
+    removable = [
+        {"text": s["text"], "span": s["span"], "reasons": s["reasons"]}
+        for s in sents
+        if s["status"] == "unsupported"
+    ]
+    st_passed = not removable and cov["value"] >= coverage_min and bool(r.text.strip())
+    toks = paper_tokens(r.text)
+    visits = [int(c.tok.value) for c in claims if c.role == "visit"]
+    n = len(sents)
+    return {
+        "numbers": len(claims),
+        "numeric_tokens": len(set(toks)),
+        "claims_with_context": len(claims),
+        "numbers_without_context": 0,
+        "claim_accuracy": (len(claims) - len(bad)) / len(claims) if claims else 1.0,
+        "unsupported": unsupported,
+        "fact_precision": (len(claims) - len(bad)) / len(claims) if claims else 1.0,
+        "hallucination_rate": len(bad) / len(claims) if claims else 0.0,
+        "temporal_fidelity": _scoped_order(r, claims),
+        "temporal_fidelity_strict": in_order(visits),
+        "visit_mentions": visits,
+        "claims": [c.to_dict() for c in claims],
+        "statements": {
+            "passed": st_passed,
+            "coverage": cov["value"],
+            "coverage_detail": cov,
+            "sentences": sents,
+            "sentences_total": n,
+            "unsupported_sentences": len(removable),
+            "unsupported_sentence_rate": len(removable) / n if n else 0.0,
+            "removable": removable,
+        },
+        "coverage": cov["value"],
+        "unsupported_sentences": len(removable),
+        "sentences_total": n,
+        "statements_passed": st_passed,
+        "checked_by": "lookup",
+        "cited_statements": sorted(r.cited_ids, key=lambda i: int(i[1:])),
+    }
