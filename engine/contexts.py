@@ -9,6 +9,7 @@ never hard-codes them. A missing file or field is a `ContextError` naming the fi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class Contexts:
     incongruence_rule: str
     red_flags: tuple[RedFlagRule, ...]
     directory: Path = field(default=Path("contexts"))
+    #: the validated `course` and `findings` sections (course shape, bands, item findings)
+    rules: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def combined(self) -> str:
@@ -193,6 +196,31 @@ def _red_flags(raw: dict, w: str) -> tuple[RedFlagRule, ...]:
     return tuple(flags)
 
 
+def _rules(raw: dict, w: str) -> dict[str, Any]:
+    """The `course` and `findings` sections, with the fields the clinical core reads checked."""
+    course = _need(raw, "course", w, dict)
+    fw, cw = f"{w}: findings", f"{w}: course"
+    _num(_need(course, "swing_min_points", cw), f"{cw}.swing_min_points")
+    _need(_need(course, "zero_level", cw, dict), "level", f"{cw}.zero_level", str)
+    _need(course, "reference_bands", cw, dict)
+    findings = _need(raw, "findings", w, dict)
+    for key in ("high_item_min", "item_rise_min"):
+        _num(_need(findings, key, fw), f"{fw}.{key}")
+    anchors = _need(findings, "item_anchors", fw, dict)
+    for inst in ("updrs", "pdq8"):
+        _need(
+            _need(anchors, inst, f"{fw}.item_anchors", dict),
+            "words",
+            f"{fw}.item_anchors.{inst}",
+            list,
+        )
+    _need(findings, "new_onset", fw, list)
+    _need(
+        _need(findings, "pertinent_negatives", fw, dict), "items", f"{fw}.pertinent_negatives", dict
+    )
+    return {"course": course, "findings": findings}
+
+
 def load_contexts(directory: str | Path) -> Contexts:
     """Read and validate contexts/ (texts + thresholds.json)."""
     directory = Path(directory)
@@ -218,4 +246,5 @@ def load_contexts(directory: str | Path) -> Contexts:
         _need(inc, "rule", f"{w}: incongruence", str),
         flags,
         directory,
+        _rules(raw, w),
     )

@@ -6,29 +6,21 @@ summary never calls the same score "mild" in one sentence and "normal" in anothe
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from engine.contexts import Contexts
 
 
-@cache
-def course_rules(contexts_dir: str) -> dict[str, Any]:
-    """The `course` and `findings` sections of contexts/thresholds.json (validated here)."""
-    raw = json.loads((Path(contexts_dir) / "thresholds.json").read_text(encoding="utf-8"))
-    for key in ("course", "findings"):
-        if key not in raw or not isinstance(raw[key], dict):
-            from engine.contexts import ContextError
-
-            raise ContextError(f"{contexts_dir}/thresholds.json: missing object {key!r}")
-    return {"course": raw["course"], "findings": raw["findings"]}
+def course_rules(ctx: Contexts) -> Mapping[str, Any]:
+    """The `course` and `findings` sections of contexts/thresholds.json, as the validated
+    contexts loader read them (engine.contexts.load_contexts)."""
+    return ctx.rules
 
 
 def band_of(
     ctx: Contexts,
-    rules: dict[str, Any],
+    rules: Mapping[str, Any],
     profile: str,
     domain: str,
     score: float,

@@ -134,7 +134,7 @@ def compute_courses(
     facts: Sequence[Fact], ctx: Contexts
 ) -> dict[tuple[int, str], InstrumentCourse]:
     """(patient, instrument) -> its course over the selected assessments."""
-    rules = course_rules(str(ctx.directory))
+    rules = course_rules(ctx)
     by: dict[tuple[int, str], list[Fact]] = defaultdict(list)
     for f in facts:
         by[(f.patient, f.instrument)].append(f)

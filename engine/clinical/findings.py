@@ -100,7 +100,7 @@ def _latest_by_instrument(facts: Sequence[Fact]) -> dict[str, int]:
 
 def new_onset_rows(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
     """Red-flag rows for new onset: 0 at every earlier assessment (at least one), >= 1 now."""
-    rules = course_rules(str(ctx.directory))["findings"]["new_onset"]
+    rules = course_rules(ctx)["findings"]["new_onset"]
     out = []
     by: dict[tuple[int, str], list[Fact]] = defaultdict(list)
     for f in facts:
@@ -310,7 +310,7 @@ def patient_findings(
     ctx: Contexts,
     courses: Mapping[tuple[int, str], InstrumentCourse] | None = None,
 ) -> Findings:
-    rules = course_rules(str(ctx.directory))
+    rules = course_rules(ctx)
     mine = [f for f in facts if f.patient == patient]
     latest = _latest_by_instrument(mine)
 

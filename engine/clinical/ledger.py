@@ -304,7 +304,7 @@ def _reference_band_values(ctx: Contexts, prof: str, dom: str) -> list[FactValue
     of the latest score from them, so the statement check must be able to verify it."""
 
     try:
-        ref = course_rules(str(ctx.directory))["course"].get("reference_bands", {})
+        ref = course_rules(ctx)["course"].get("reference_bands", {})
     except (OSError, ValueError, KeyError):
         return []
     spec = ref.get(prof, {}).get(dom)
@@ -374,7 +374,7 @@ def threshold_values(facts: Sequence[Fact], ctx: Contexts) -> list[FactValue]:
         out.append(
             FactValue(
                 "threshold",
-                float(course_rules(str(ctx.directory))["course"]["swing_min_points"]),
+                float(course_rules(ctx)["course"]["swing_min_points"]),
                 item=SWING_MIN,
                 label="smallest swing of a fluctuating course",
                 source="contexts/thresholds.json course.swing_min_points",

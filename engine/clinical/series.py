@@ -108,7 +108,7 @@ def _band(ctx: Contexts, profile: str, domain: str, score: float | None) -> str 
     level (engine.clinical.bands: a 0 is "normal" here as in the course sentence, never "mild")."""
     if score is None:
         return None
-    rules = course_rules(str(ctx.directory))
+    rules = course_rules(ctx)
     return band_of(ctx, rules, profile, domain, score, reference=False)[0]
 
 

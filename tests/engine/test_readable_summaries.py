@@ -514,7 +514,7 @@ def test_zero_is_normal_never_mild(engine, traj):
     from engine.clinical.course import band_of, course_rules
 
     ctx = fx.CONTEXTS
-    rules = course_rules(str(ctx.directory))
+    rules = course_rules(ctx)
     pairs = [(p, d) for p, ds in ctx.severity.items() for d in ds]
     pairs += [(p, d) for p, ds in rules["course"]["reference_bands"].items() for d in ds]
     assert pairs
