@@ -19,6 +19,7 @@ from dashboard.services import EngineHandle
 from engine.query_input import MAX_QUERY_CHARS, check_query
 from engine.types import Plan, Result
 from kb_store.kb_health import kb_read_errors
+from kb_store.profiles import INSTRUMENT_LABELS as PROFILE_INSTRUMENT_LABELS
 
 VISIT_KINDS: dict[str, str] = {
     "none": "All visits",
@@ -30,7 +31,7 @@ VISIT_KINDS: dict[str, str] = {
     "last_N_visits": "Last N visits",
 }
 #: Short labels: bound widgets put the label in the URL (e.g. ?instruments=MDS-UPDRS).
-INSTRUMENT_LABELS = {"updrs": "MDS-UPDRS", "pdq8": "PDQ-8"}
+INSTRUMENT_LABELS = PROFILE_INSTRUMENT_LABELS
 ANALYSIS_LABELS = {
     "trajectory": "Trajectory",
     "single_session": "Single session",

@@ -241,11 +241,30 @@ class TableBRow(TypedDict):
     missing_items: int
 
 
+class RedFlagRow(TypedDict, total=False):
+    """One item at or above a red-flag rule's threshold at one visit (engine.clinical.findings
+    .flag_row builds every row: threshold rules and new onset alike)."""
+
+    patient: int
+    visit: int
+    date: str
+    domain: str
+    item: str
+    item_label: str
+    value: float
+    threshold: float
+    rule: str
+    label: str
+    why: str
+    source: str
+    current: bool  # at the instrument's latest assessment (engine.clinical.findings)
+
+
 class Flags(TypedDict):
     """Incongruence and red-flag rows of the final agent (agents.final)."""
 
     incongruence: list[dict[str, Any]]
-    red_flags: list[dict[str, Any]]
+    red_flags: list[RedFlagRow]
 
 
 class ScreeningFinding(TypedDict):

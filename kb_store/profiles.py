@@ -42,6 +42,10 @@ DOMAIN_INSTRUMENT: dict[str, str] = {
     "qol": "pdq8",
 }
 INSTRUMENTS: tuple[str, ...] = ("updrs", "pdq8")
+#: Instrument names as written inside prose ("UPDRS: 5 assessments").
+INSTRUMENT_WORDS: dict[str, str] = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
+#: Instrument names on labels and widgets.
+INSTRUMENT_LABELS: dict[str, str] = {"updrs": "MDS-UPDRS", "pdq8": "PDQ-8"}
 
 
 def domain_label(domain: str) -> str:

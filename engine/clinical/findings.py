@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.clinical.course import InstrumentCourse, compute_courses, course_rules
 from engine.contexts import Contexts
-from engine.types import Fact
+from engine.types import Fact, RedFlagRow
 from kb_store.profiles import load_profile
 
 
@@ -98,6 +98,33 @@ def _latest_by_instrument(facts: Sequence[Fact]) -> dict[str, int]:
     return out
 
 
+def flag_row(
+    f: Fact,
+    code: str,
+    value: float,
+    threshold: float,
+    rule: str,
+    label: str,
+    why: str,
+    source: str,
+) -> RedFlagRow:
+    """The red-flag row of item `code` of fact `f` (one shape for every rule)."""
+    return {
+        "patient": f.patient,
+        "visit": f.visit,
+        "date": f.date,
+        "domain": f.domain,
+        "item": code,
+        "item_label": load_profile(f.profile).item(code).label,
+        "value": value,
+        "threshold": threshold,
+        "rule": rule,
+        "label": label,
+        "why": why,
+        "source": source,
+    }
+
+
 def new_onset_rows(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
     """Red-flag rows for new onset: 0 at every earlier assessment (at least one), >= 1 now."""
     rules = course_rules(ctx)["findings"]["new_onset"]
@@ -105,7 +132,7 @@ def new_onset_rows(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]
     by: dict[tuple[int, str], list[Fact]] = defaultdict(list)
     for f in facts:
         by[(f.patient, f.profile)].append(f)
-    for (p, prof), fs in by.items():
+    for (_p, prof), fs in by.items():
         fs = sorted(fs, key=lambda f: f.visit)
         for rule in rules:
             for code in rule["items"].get(prof, ()):
@@ -115,20 +142,16 @@ def new_onset_rows(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]
                         continue
                     if all(y == 0 for _, y in seen[:k]):
                         out.append(
-                            {
-                                "patient": p,
-                                "visit": f.visit,
-                                "date": f.date,
-                                "domain": f.domain,
-                                "item": code,
-                                "item_label": load_profile(prof).item(code).label,
-                                "value": x,
-                                "threshold": 1,
-                                "rule": rule["id"],
-                                "label": rule["label"],
-                                "why": rule["why"],
-                                "source": rule["source"],
-                            }
+                            flag_row(
+                                f,
+                                code,
+                                float(x),
+                                1,
+                                rule["id"],
+                                rule["label"],
+                                rule["why"],
+                                rule["source"],
+                            )
                         )
                     break
     return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
@@ -366,7 +389,6 @@ def findings_values(all_findings: Mapping[int, Findings]) -> list:
 def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
     out = []
     for f in facts:
-        prof = load_profile(f.profile)
         for rule in ctx.red_flags:
             codes = rule.items.get(f.profile, ())
             for code in tuple(f.items) if codes == ("*",) else codes:  # "*": every item
@@ -374,20 +396,7 @@ def red_flags(facts: Sequence[Fact], ctx: Contexts) -> list[dict[str, Any]]:
                 if code not in f.items or val is None or val < rule.min:
                     continue
                 out.append(
-                    {
-                        "patient": f.patient,
-                        "visit": f.visit,
-                        "date": f.date,
-                        "domain": f.domain,
-                        "item": code,
-                        "item_label": prof.item(code).label,
-                        "value": val,
-                        "threshold": rule.min,
-                        "rule": rule.id,
-                        "label": rule.label,
-                        "why": rule.why,
-                        "source": rule.source,
-                    }
+                    flag_row(f, code, val, rule.min, rule.id, rule.label, rule.why, rule.source)
                 )
     return sorted(out, key=lambda r: (r["patient"], r["visit"], r["item"]))
 

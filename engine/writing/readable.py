@@ -22,9 +22,8 @@ from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.writing import dense
 from engine.writing.citing import cite
-from kb_store.profiles import DOMAIN_WORDS, DOMAINS
+from kb_store.profiles import DOMAIN_WORDS, DOMAINS, INSTRUMENT_WORDS
 
-INSTRUMENT_WORDS = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
 PART_WORDS = {
     "nonmotor": "Non-motor experiences (Part I)",
     "adl": "Motor experiences of daily living (ADL, Part II)",
@@ -456,7 +455,7 @@ def baseline_note(state: Any) -> str:
     (visit numbers are shared across instruments, baseline is per instrument)."""
     if state.plan.visit_filter not in ("baseline", "baseline_vs_latest"):
         return ""
-    words = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
+    words = INSTRUMENT_WORDS
     out = []
     for (p, inst), ic in sorted(state.courses.items()):
         if ic.visits and ic.visits[0] != 1:
