@@ -328,7 +328,7 @@ def result_slopes(result: Result) -> list[Slope]:
     """The slopes a result carries: the cohort agent's (with the UPDRS total) when it ran, else
     each patient's per-domain slopes of Result.slopes; both computed by engine.clinical.series."""
     rows = (result.cohort or {}).get("slopes")
-    slopes = [Slope(**r) for r in rows] if isinstance(rows, list) else list(result.slopes)
+    slopes = [Slope(**r) for r in rows] if rows is not None else list(result.slopes)
     return [s for s in slopes if s.slope is not None]
 
 

@@ -129,25 +129,26 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
 def retrieve_node(state: State, ctx: NodeContext) -> dict:
     """F and its subsets, the course of each domain (engine.clinical.series.series) and the ledger.
 
-    A cohort plan (any visit filter) over a KB with a session table retrieves one long frame
-    instead (no per-fact objects for 10,000 patients); the cohort node computes the statistics
-    from it and then the facts, series and ledger of the patients its answer names."""
+    A cohort plan (any visit filter) over a KB with a session table retrieves the plan's selection
+    of the table's cohort index instead (no per-fact objects for 10,000 patients; a mask over
+    arrays built once per table generation); the cohort node computes the statistics from it and
+    then the facts, series and ledger of the patients its answer names."""
     plan = state.plan
     table = cohort_table.table_of(ctx.kb) if plan.analysis == "cohort" else None
     if table is not None:
         known = ctx.kb.patient_ids()
-        long, notes = cohort_table.cohort_frame(
+        sel, notes = cohort_table.cohort_frame(
             table,
             plan.patients,
             plan.instruments,
             plan.visit_filter,
             all_patients=len(plan.patients) == len(known),
         )
-        if long.empty:
+        if sel.empty:
             raise NoFactsError(
                 "no facts remain for the plan: " + (" ".join(notes) or "the KB holds no sessions")
             )
-        return {"intent": INTENT_MAP["cohort"], "cohort_frame": long, "notes": notes}
+        return {"intent": INTENT_MAP["cohort"], "cohort_frame": sel, "notes": notes}
     out = fetch_facts(state.plan, ctx.kb)
     out["series"] = series(out["facts"], ctx.contexts)
     # the whole course per instrument, item findings, and the sessions excluded at ingest for

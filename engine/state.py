@@ -52,9 +52,7 @@ class State:
     on_facts: list[Fact] = field(default_factory=list)  # PPMI ON-exam rows, kept apart
     notes: list[str] = field(default_factory=list)  # retrieval notes (missing visits, ON exams)
     series: Series = field(default_factory=dict)  # engine.clinical.series.series of the facts
-    cohort_frame: Any = (
-        None  # cohort over the session table: engine.clinical.cohort_table.cohort_frame
-    )
+    cohort_frame: Any = None  # cohort over the session table: cohort_table.cohort_frame's selection
     next_node: str = ""
     narratives: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)

@@ -6,6 +6,7 @@ The JSON shape of `Result.to_json()` is the `marag ask --json` contract of DESIG
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -334,12 +335,21 @@ class CohortAnswer(TypedDict, total=False):
     value: float | None
     visit: int | None
     ties: list[int]
-    ranking: list[dict[str, Any]]
+    # lists, or over the session table row tables equal to them (engine.clinical.rows)
+    ranking: Sequence[dict[str, Any]]
     n_patients: int
     domain_stats: dict[str, dict[str, Any]]
-    slopes: list[dict[str, Any]]
+    slopes: Sequence[dict[str, Any]]
     notes: list[str]
-    pdq8_ranking: list[dict[str, Any]]
+    pdq8_ranking: Sequence[dict[str, Any]]
+
+
+def cohort_json(cohort: CohortAnswer | None) -> dict[str, Any] | None:
+    """Result.cohort as JSON data: its row tables (the session table's ranking and slopes,
+    engine.clinical.rows, dicts built when read) as lists of dicts."""
+    if cohort is None:
+        return None
+    return {k: v.to_list() if hasattr(v, "to_list") else v for k, v in cohort.items()}
 
 
 def empty_flags() -> Flags:
@@ -386,7 +396,7 @@ class Result:
             "plan": self.plan.to_dict(),
             "facts": [f.to_dict() for f in self.facts],
             "table_b": self.table_b,
-            "cohort": self.cohort,
+            "cohort": cohort_json(self.cohort),
             "flags": self.flags,
             "narratives": self.narratives,
             "prompts": self.prompts,

@@ -75,7 +75,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
 
 
 def cohort_node(state: State, ctx: NodeContext) -> dict:
-    """The cohort statistics (from the session table's long frame when retrieve built one, else
+    """The cohort statistics (from the session table's selection when retrieve built one, else
     from F), the answer's facts and ledger, then G = the text that explains mu."""
     if state.cohort_frame is not None:
         cohort = table_stats.compute_cohort_table(

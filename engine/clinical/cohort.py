@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from itertools import takewhile
+from typing import Any, Protocol
 
 from engine.clinical.series import Point, fmt, fmt2, fmt_signed, slope_of
 from engine.types import CohortAnswer, Fact
@@ -170,6 +171,16 @@ def _domain_stats(latest: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str
     return out
 
 
+SLOPE_ERROR = (
+    "cohort slope statistics need at least 2 scored visits per patient; "
+    "the selection has fewer (check the visit filter)"
+)
+CHANGE_ERROR = (
+    "cohort change statistics need at least 2 scored visits per patient; "
+    "the selection has fewer (check the visit filter)"
+)
+
+
 def _slope_ranking(
     statistic: str, domain: str, slopes: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -186,10 +197,7 @@ def _slope_ranking(
         if s["domain"] == domain and s[key] is not None
     ]
     if not rows:
-        raise ValueError(
-            "cohort slope statistics need at least 2 scored visits per patient; "
-            "the selection has fewer (check the visit filter)"
-        )
+        raise ValueError(SLOPE_ERROR)
     if statistic.startswith("smallest_abs_slope"):
         for r in rows:
             r["abs_slope"] = abs(r["value"])
@@ -211,81 +219,88 @@ def _change_ranking(statistic: str, pts_of: dict[int, Points]) -> list[dict[str,
         if len(pts) >= 2
     ]
     if not rows:
-        raise ValueError(
-            "cohort change statistics need at least 2 scored visits per patient; "
-            "the selection has fewer (check the visit filter)"
-        )
+        raise ValueError(CHANGE_ERROR)
     return _ranked(rows, "value", descending=statistic == "largest_change")
+
+
+class CohortSource(Protocol):
+    """What `rank_cohort` reads: the domains with scores, their statistics at each patient's
+    latest scored visit, the slopes, the notes so far, the patient count and the rankings (the
+    per-fact `FactSource` below, or the session table's engine.clinical.table_stats.TableSource)."""
+
+    domains: list[str]
+    domain_stats: dict[str, dict[str, Any]]
+    slopes: Sequence[dict[str, Any]]
+    notes: list[str]
+    n_patients: int
+
+    def latest_ranking(self, domain: str, descending: bool) -> Sequence[dict[str, Any]]: ...
+
+    def change_ranking(self, statistic: str, domain: str) -> Sequence[dict[str, Any]]: ...
+
+    def slope_ranking(self, statistic: str, domain: str) -> Sequence[dict[str, Any]]: ...
+
+
+class FactSource:
+    """`CohortSource` over Fact objects (every patient's points, latest rows and slopes)."""
+
+    def __init__(self, facts: Sequence[Fact]):
+        self.by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+        for f in facts:
+            if f.score is not None:
+                self.by_pd[(f.patient, f.domain)].append(f)
+        self.patients = sorted({f.patient for f in facts})
+        self.notes: list[str] = []
+        self.totals = _updrs_totals(self.by_pd, self.patients, self.notes)
+        self.domains = [d for d in DOMAINS if any(self.by_pd.get((p, d)) for p in self.patients)]
+        if any(self.totals.values()):
+            self.domains.append(TOTAL)
+        self.slopes: list[dict[str, Any]] = []
+        self.latest: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for dom in self.domains:
+            for p in self.patients:
+                pts = self.points(p, dom)
+                if pts:
+                    v, d, s = pts[-1]
+                    self.latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
+                    self.slopes.append(slope_of(p, dom, pts).to_dict())
+        self.domain_stats = _domain_stats(self.latest)
+        self.n_patients = len(self.patients)
+
+    def points(self, p: int, dom: str) -> Points:
+        if dom == TOTAL:
+            return self.totals.get(p, [])
+        return sorted(
+            ((f.visit, f.date, float(f.score)) for f in self.by_pd.get((p, dom), [])),  # type: ignore[arg-type]
+            key=lambda t: t[0],
+        )
+
+    def latest_ranking(self, domain: str, descending: bool) -> list[dict[str, Any]]:
+        return _ranked([dict(r) for r in self.latest[domain]], "value", descending)
+
+    def change_ranking(self, statistic: str, domain: str) -> list[dict[str, Any]]:
+        return _change_ranking(statistic, {p: self.points(p, domain) for p in self.patients})
+
+    def slope_ranking(self, statistic: str, domain: str) -> list[dict[str, Any]]:
+        return _slope_ranking(statistic, domain, self.slopes)
 
 
 def compute_cohort(
     facts: Sequence[Fact], query: str, instruments: Sequence[str], statistic: str = ""
 ) -> CohortAnswer:
     """Result.cohort = {statistic, domain, patient, value, ranking, ...} from the fact table."""
-    by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
-    for f in facts:
-        if f.score is not None:
-            by_pd[(f.patient, f.domain)].append(f)
-    patients = sorted({f.patient for f in facts})
-    notes: list[str] = []
-    totals = _updrs_totals(by_pd, patients, notes)
-
-    def points(p: int, dom: str) -> Points:
-        if dom == TOTAL:
-            return totals.get(p, [])
-        return sorted(
-            ((f.visit, f.date, float(f.score)) for f in by_pd.get((p, dom), [])),  # type: ignore[arg-type]
-            key=lambda t: t[0],
-        )
-
-    domains = [d for d in DOMAINS if any(by_pd.get((p, d)) for p in patients)]
-    if any(totals.values()):
-        domains.append(TOTAL)
-    slopes: list[dict[str, Any]] = []
-    latest: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for dom in domains:
-        for p in patients:
-            pts = points(p, dom)
-            if pts:
-                v, d, s = pts[-1]
-                latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
-                slopes.append(slope_of(p, dom, pts).to_dict())
-    domain_stats = _domain_stats(latest)
-
-    return rank_cohort(
-        query,
-        instruments,
-        statistic,
-        domains=domains,
-        domain_stats=domain_stats,
-        slopes=slopes,
-        notes=notes,
-        latest_rows=lambda dom: [dict(r) for r in latest[dom]],
-        points_of=lambda dom: {p: points(p, dom) for p in patients},
-        n_patients=len(patients),
-        has_qol="qol" in latest,
-    )
+    return rank_cohort(query, instruments, statistic, FactSource(facts))
 
 
 def rank_cohort(
-    query: str,
-    instruments: Sequence[str],
-    flag: str,
-    *,
-    domains: Sequence[str],
-    domain_stats: dict[str, dict[str, Any]],
-    slopes: list[dict[str, Any]],
-    notes: list[str],
-    latest_rows: Callable[[str], list[dict[str, Any]]],
-    points_of: Callable[[str], dict[int, Points]],
-    n_patients: int,
-    has_qol: bool,
+    query: str, instruments: Sequence[str], flag: str, src: CohortSource
 ) -> CohortAnswer:
     """The statistic the query (or `flag`) asks for, its ranking and the answer record: one rule
-    set for the per-fact path (compute_cohort) and the session table (engine.clinical.cohort_table)."""
+    set for the per-fact path (compute_cohort) and the session table (engine.clinical.table_stats)."""
     statistic, domain = choose_statistic(query, instruments, flag)
+    domain_stats, notes = src.domain_stats, src.notes
     if domain not in domain_stats:
-        fallback = TOTAL if TOTAL in domain_stats else (domains[0] if domains else None)
+        fallback = TOTAL if TOTAL in domain_stats else (src.domains[0] if src.domains else None)
         if fallback is None:
             raise ValueError("cohort analysis needs at least one scored domain in the fact table")
         notes.append(
@@ -293,20 +308,23 @@ def rank_cohort(
         )
         domain = fallback
 
+    ranking: Sequence[dict[str, Any]]
     if statistic in ("maximum", "minimum", "mean"):
-        ranking = _ranked(latest_rows(domain), "value", descending=statistic != "minimum")
+        ranking = src.latest_ranking(domain, descending=statistic != "minimum")
         top = (
             {"patient": None, "value": domain_stats[domain]["mean"]}
             if statistic == "mean"
             else ranking[0]
         )
     elif statistic in CHANGE_STATS:
-        ranking = _change_ranking(statistic, points_of(domain))
+        ranking = src.change_ranking(statistic, domain)
         top = ranking[0]
     else:
-        ranking = _slope_ranking(statistic, domain, slopes)
+        ranking = src.slope_ranking(statistic, domain)
         top = ranking[0]
-    ties = [r["patient"] for r in ranking if r["rank"] == 1] if top["patient"] is not None else []
+    # rank 1 is the ranking's first rows: read no further
+    lead = takewhile(lambda r: r["rank"] == 1, ranking)
+    ties = [r["patient"] for r in lead] if top["patient"] is not None else []
 
     out: CohortAnswer = {
         "statistic": statistic,
@@ -320,15 +338,13 @@ def rank_cohort(
         "visit": top.get("visit"),
         "ties": ties if len(ties) > 1 else [],
         "ranking": ranking,
-        "n_patients": n_patients,
+        "n_patients": src.n_patients,
         "domain_stats": domain_stats,
-        "slopes": slopes,
+        "slopes": src.slopes,
         "notes": notes,
     }
-    if domain != "qol" and has_qol:
-        out["pdq8_ranking"] = _ranked(
-            latest_rows("qol"), "value", descending=statistic != "minimum"
-        )
+    if domain != "qol" and "qol" in domain_stats:
+        out["pdq8_ranking"] = src.latest_ranking("qol", descending=statistic != "minimum")
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.clinical.course import course_rules, course_values
 from engine.clinical.findings import Findings, findings_values
+from engine.clinical.rows import rows_of
 from engine.contexts import Contexts
 from engine.types import Fact, FactValue, SeriesRow, ValueKind
 
@@ -214,10 +215,8 @@ def _ranking_values(
     key: str, rows: Sequence[Mapping[str, Any]], dom: str, keep: set[int] | None = None
 ) -> list[FactValue]:
     out: list[FactValue] = []
-    for r in rows:
+    for r in rows if keep is None else rows_of(rows, keep):
         p, v = r["patient"], r.get("visit")
-        if keep is not None and p not in keep:
-            continue
         out.append(
             _computed(
                 "rank", float(r["rank"]), patient=p, visit=v, domain=dom, label=f"rank in {key}"
@@ -255,9 +254,8 @@ def cohort_values(
         return []
     keep = None if scope is None else set(scope)
     slopes = cohort.get("slopes", [])
-    if keep is not None:
-        slopes = [s for s in slopes if s["patient"] in keep]
-    out = _slope_values(slopes)
+    scoped = slopes if keep is None else rows_of(slopes, keep)
+    out = _slope_values(scoped)
     out += _domain_stat_values(cohort.get("domain_stats", {}))
     for key in ("ranking", "pdq8_ranking"):
         dom = cohort["domain"] if key == "ranking" else "qol"
@@ -266,22 +264,27 @@ def cohort_values(
         _computed("count", float(cohort.get("n_patients", 0)), label="patients in the cohort")
     )
     if keep is not None:
-        out += _extreme_scores(cohort)
+        out += _extreme_scores(cohort, scoped, keep)
     return out
 
 
-def _extreme_scores(cohort: Mapping[str, Any]) -> list[FactValue]:
+def _extreme_scores(
+    cohort: Mapping[str, Any], scoped: Sequence[Mapping[str, Any]], keep: Collection[int]
+) -> list[FactValue]:
     """One patient's score at each domain's cohort maximum and minimum (at their latest scored
-    visit, from the slope rows), so "scores range from 6 to 58" is checked against a fact."""
+    visit, from the slope rows: `scoped` holds those of the `keep` patients, the others are
+    read from the cohort's), so "scores range from 6 to 58" is checked against a fact."""
     need: dict[tuple[int, str, str], float] = {}
     for dom, st in cohort.get("domain_stats", {}).items():
         for which in ("max", "min"):
             if st[f"{which}_patients"]:
                 need[(st[f"{which}_patients"][0], dom, which)] = st[which]
     pairs = {(p, d) for p, d, _ in need}
+    who = {p for p, _ in pairs}
+    rows = scoped if who <= set(keep) else rows_of(cohort.get("slopes", []), who)
     last = {
         (s["patient"], s["domain"]): s["last_visit"]
-        for s in cohort.get("slopes", [])
+        for s in rows
         if (s["patient"], s["domain"]) in pairs
     }
     return [

@@ -1,21 +1,30 @@
-"""Cohort statistics over the long frame of engine.clinical.cohort_table.cohort_frame, vectorised.
+"""Cohort statistics over a plan's selection of the session table (engine.clinical.cohort_index),
+vectorised.
 
 `compute_cohort_table` gives exactly what engine.clinical.cohort.compute_cohort gives from Fact
 objects (slopes per visit and per year, each patient's latest score, the cohort max / min / mean,
-the ranking), with numpy over one frame; sums run in the same left-to-right order as the Python
-loops, so rounded values agree. `answer_scope` names the patients a cohort answer talks about, so
-that only their facts, series and ledger values are built.
+the ranking), with numpy over the selection's per-domain points; sums run in the same
+left-to-right order as the Python loops, so rounded values agree. Only what the answer asks is
+computed up front: the per-domain statistics, the asked ranking (and the PDQ-8 one) as
+columns (engine.clinical.rows.Rows, a row's dict built when read), the slopes of the ranked
+domain when a slope is asked; every other slope is computed when read (`LazyRows`: all of them
+for the Cohort page's chart, only the named patients' for the ledger). `answer_scope` names the
+patients a cohort answer talks about, so that only their facts, series and ledger values are
+built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from kb_store.profiles import DOMAINS, TOTAL, UPDRS_DOMAINS
+from engine.clinical.cohort import CHANGE_ERROR, SLOPE_ERROR, rank_cohort
+from engine.clinical.cohort_index import Selection, View
+from engine.clinical.rows import LazyRows, Rows
+from engine.types import CohortAnswer
+from kb_store.profiles import TOTAL
 
 #: patients of the ranking a cohort answer can name: the cohort prompt shows the top 10, the
 #: final text the top 5, the PDQ-8 ranking its top 5 (engine.clinical.cohort.render_cohort_facts)
@@ -23,6 +32,7 @@ SCOPE_RANKING = 10
 SCOPE_PDQ8 = 5
 #: patients holding each domain's cohort maximum / minimum (the statistics line states both)
 SCOPE_EXTREMES = 1
+SLOPE_NULLABLE = ("slope", "slope_year")
 
 
 def _seq_sum(mat: np.ndarray) -> np.ndarray:
@@ -34,15 +44,16 @@ def _seq_sum(mat: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _slopes(groups: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares slope per group (`least_squares_slope` per group, same arithmetic order);
-    groups must be sorted and contiguous. Returns (unique groups, slope or NaN)."""
-    ug, start, counts = np.unique(groups, return_index=True, return_counts=True)
-    k = int(counts.max()) if len(counts) else 0
-    pos = np.arange(len(groups)) - np.repeat(start, counts)
-    gi = np.repeat(np.arange(len(ug)), counts)
-    X = np.full((len(ug), max(k, 1)), np.nan)
-    Y = np.full((len(ug), max(k, 1)), np.nan)
+def _slopes(counts: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Least-squares slope per group (`least_squares_slope` per group, same arithmetic order) of
+    points grouped in runs of `counts`; NaN where a group has fewer than 2 distinct xs."""
+    n = len(counts)
+    k = int(counts.max()) if n else 1
+    start = np.r_[0, np.cumsum(counts)[:-1]] if n else np.array([], int)
+    gi = np.repeat(np.arange(n), counts)
+    pos = np.arange(len(xs)) - np.repeat(start, counts)
+    X = np.full((n, max(k, 1)), np.nan)
+    Y = np.full((n, max(k, 1)), np.nan)
     X[gi, pos] = xs
     Y[gi, pos] = ys
     mx = _seq_sum(X) / counts
@@ -56,188 +67,185 @@ def _slopes(groups: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndar
         spread = np.nanmax(X, axis=1) > np.nanmin(X, axis=1)  # at least 2 distinct xs
     ok = (counts >= 2) & spread
     with np.errstate(invalid="ignore", divide="ignore"):
-        slope = np.where(ok, sxy / np.where(sxx == 0, np.nan, sxx), np.nan)
-    return ug, slope
+        return np.where(ok, sxy / np.where(sxx == 0, np.nan, sxx), np.nan)
 
 
-def _round2(a: np.ndarray) -> list[float | None]:
-    """Python's round(x, 2), NaN -> None, vectorised: numpy's rint(100 x) / 100 gives the same
-    float wherever 100 x is not within rounding error of a half (both are the nearest float to
-    k / 100 for the same k); those few values are rounded by Python itself."""
+def _round2(a: np.ndarray) -> np.ndarray:
+    """Python's round(x, 2) (NaN stays NaN), vectorised: numpy's rint(100 x) / 100 gives the
+    same float wherever 100 x is not within rounding error of a half (both are the nearest float
+    to k / 100 for the same k); those few values are rounded by Python itself."""
     a = np.asarray(a, dtype=float)
     scaled = a * 100.0
     out = np.rint(scaled) / 100.0
     near_half = np.abs(np.abs(scaled - np.floor(scaled)) - 0.5) < 1e-6
-    vals = out.tolist()
     for i in np.flatnonzero(near_half).tolist():
-        vals[i] = round(float(a[i]), 2)
-    return [None if x != x else x for x in vals]
+        out[i] = round(float(a[i]), 2)
+    return out
 
 
-def _updrs_totals(
-    pat: np.ndarray,
-    vis: np.ndarray,
-    dom_i: np.ndarray,
-    ys: np.ndarray,
-    date: np.ndarray,
-    day: np.ndarray,
-    notes: list[str],
-) -> tuple[np.ndarray, ...]:
-    """(patient, visit, total, date, day) of every visit with all three UPDRS parts scored, the
-    date being the motor exam's; visits with one or two parts are noted, with no total. Summed
-    in the order I + II + III, as the per-fact computation does."""
-    ui = {d: DOMAINS.index(d) for d in UPDRS_DOMAINS}
-    is_up = np.isin(dom_i, list(ui.values()))
-    key = pat[is_up] * 1_000_000 + vis[is_up]
-    ukeys, inv = np.unique(key, return_inverse=True)
-    per = {}
-    for d, i in ui.items():
-        m = dom_i[is_up] == i
-        col = np.full(len(ukeys), np.nan)
-        col[inv[m]] = ys[is_up][m]
-        per[d] = col
-    motor_date = np.full(len(ukeys), None, dtype=object)
-    motor_day = np.zeros(len(ukeys), dtype=np.int64)
-    mm = dom_i[is_up] == ui["motor"]
-    motor_date[inv[mm]] = date[is_up][mm]
-    motor_day[inv[mm]] = day[is_up][mm]
-    have = np.vstack([~np.isnan(per[d]) for d in UPDRS_DOMAINS])
-    full = have.all(axis=0)
-    for j in np.flatnonzero(~full):
-        parts = sorted(d for k, d in enumerate(UPDRS_DOMAINS) if have[k, j])
-        p, v = divmod(int(ukeys[j]), 1_000_000)
-        notes.append(
-            f"Patient {p}, visit {v}: UPDRS total not computed (scored parts: {', '.join(parts)})."
+def _ranked(cols: dict[str, np.ndarray], key: str, descending: bool) -> Rows:
+    """Competition ranking (1, 1, 3) on cols[key]; ties keep patient order (`_ranked` of
+    engine.clinical.cohort on columns). The rows come in patient order (one per patient), so a
+    stable sort on the key alone orders ties by patient."""
+    val = cols[key]
+    order = np.argsort(-val if descending else val, kind="stable")
+    out = {k: v[order] for k, v in cols.items()}
+    sv = out[key]
+    new = np.r_[True, sv[1:] != sv[:-1]] if len(sv) else np.array([], bool)
+    out["rank"] = np.maximum.accumulate(np.where(new, np.arange(1, len(sv) + 1), 0))
+    return Rows(out, nullable=("slope_year", "slope_visit"))
+
+
+def _slope_columns(
+    parts: Sequence[tuple[str, View, np.ndarray | None]],
+) -> dict[str, np.ndarray]:
+    """The slope rows' columns of (domain, view, groups) parts in order: every group of the view
+    (groups None) or those groups; one computation for all parts."""
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("patient", "domain", "n", "vis", "y")}
+    cols["day"] = []
+    for dom, v, groups in parts:
+        start, counts = v.start, v.counts
+        if groups is not None:
+            start, counts = start[groups], counts[groups]
+        first = np.r_[0, np.cumsum(counts)[:-1]] if len(counts) else np.array([], int)
+        pos = np.repeat(start - first, counts) + np.arange(int(counts.sum()))
+        cols["patient"].append(v.g_pat if groups is None else v.g_pat[groups])
+        cols["domain"].append(np.full(len(counts), dom, dtype=object))
+        cols["n"].append(counts)
+        cols["vis"].append(v.vis[pos])
+        cols["y"].append(v.y[pos])
+        cols["day"].append(v.day(pos))
+    c = {k: np.concatenate(x) for k, x in cols.items()}
+    counts, vis, day = c["n"], c["vis"], c["day"]
+    first = np.r_[0, np.cumsum(counts)[:-1]] if len(counts) else np.array([], int)
+    years = (day - np.repeat(day[first], counts)) / 365.25
+    return {
+        "patient": c["patient"],
+        "domain": c["domain"],
+        "slope": _round2(_slopes(counts, vis.astype(float), c["y"])),
+        "slope_year": _round2(_slopes(counts, years, c["y"])),
+        "n_visits": counts,
+        "first_visit": vis[first],
+        "last_visit": vis[first + counts - 1],
+    }
+
+
+def _concat(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+
+
+class TableSource:
+    """What rank_cohort reads, from a selection: domains, per-domain statistics, notes, the
+    slopes (computed when read) and the rankings (as columns)."""
+
+    def __init__(self, sel: Selection):
+        self.views: dict[str, View] = {}
+        for d in ("motor", "adl", "nonmotor", "qol"):
+            v = sel.view(d)
+            if v is not None:
+                self.views[d] = v
+        total, notes = sel.totals
+        if total is not None:
+            self.views[TOTAL] = total
+        self.notes: list[str] = list(notes)
+        self.domains = list(self.views)
+        self.n_patients = sel.n_patients
+        self.domain_stats = {d: self._stats(v) for d, v in self.views.items()}
+        self._slope_cols: dict[str, dict[str, np.ndarray]] = {}
+        self.slopes = LazyRows(
+            sum(len(v.start) for v in self.views.values()), self._all_slopes, self._slopes_of
         )
-    t_pat, t_vis = np.divmod(ukeys[full], 1_000_000)
-    t_val = (0 + per["nonmotor"][full]) + per["adl"][full] + per["motor"][full]
-    return t_pat, t_vis, t_val, motor_date[full], motor_day[full]
 
+    @staticmethod
+    def _stats(v: View) -> dict[str, Any]:
+        """Max, min, mean and who over each patient's latest scored visit."""
+        vals, pats = v.y[v.last], v.g_pat
+        mx, mn = float(vals.max()), float(vals.min())
+        return {
+            "max": mx,
+            "max_patients": pats[vals == mx].tolist(),
+            "min": mn,
+            "min_patients": pats[vals == mn].tolist(),
+            "mean": round(sum(vals.tolist()) / len(vals), 2),  # left-to-right, as sum() of F
+            "n_patients": len(vals),
+        }
 
-class _Groups:
-    """The cohort's points grouped per (domain, patient), sorted by domain order, patient and
-    visit: the slopes, each group's latest point and the per-domain statistics."""
+    def domain_slopes(self, dom: str) -> dict[str, np.ndarray]:
+        cols = self._slope_cols.get(dom)
+        if cols is None:
+            cols = self._slope_cols[dom] = _slope_columns([(dom, self.views[dom], None)])
+        return cols
 
-    def __init__(self, long: pd.DataFrame) -> None:
-        sc = long["score"].to_numpy(dtype=float)
-        ok = ~np.isnan(sc)
-        pat, vis = long["patient"].to_numpy()[ok], long["visit"].to_numpy()[ok]
-        dom_i, ys = long["dom_i"].to_numpy()[ok], sc[ok]
-        date, day = long["date"].to_numpy()[ok], long["day"].to_numpy()[ok]
-        self.notes: list[str] = []
-        t_pat, t_vis, t_val, t_date, t_day = _updrs_totals(
-            pat, vis, dom_i, ys, date, day, self.notes
-        )
-        present = [
-            d for d in ("motor", "adl", "nonmotor", "qol") if (dom_i == DOMAINS.index(d)).any()
-        ]
-        self.domains = present + ([TOTAL] if len(t_pat) else [])
-        d_order = np.array(
-            [
-                present.index(DOMAINS[i]) if DOMAINS[i] in present else -1
-                for i in range(len(DOMAINS))
-            ]
-        )
-        P = np.concatenate([pat, t_pat])
-        V = np.concatenate([vis, t_vis])
-        D = np.concatenate([d_order[dom_i], np.full(len(t_pat), len(present))])
-        Y = np.concatenate([ys, t_val])
-        DT = np.concatenate([date, t_date])
-        DAY = np.concatenate([day, t_day])
-        order = np.lexsort((V, P, D))
-        self.V, self.Y, self.DT, self.DAY = V[order], Y[order], DT[order], DAY[order]
-        self.gkey = D[order] * (10**12) + P[order]
-        ug, self.start, self.counts = np.unique(self.gkey, return_index=True, return_counts=True)
-        self.last = self.start + self.counts - 1
-        self.g_d = (ug // (10**12)).astype(np.int64)
-        self.g_pat_arr = ug % (10**12)
-        self.g_pat = self.g_pat_arr.tolist()
-        self.bounds = np.searchsorted(self.g_d, np.arange(len(self.domains) + 1))
+    def _all_slopes(self) -> Rows:
+        return Rows(_concat([self.domain_slopes(d) for d in self.domains]), SLOPE_NULLABLE)
 
-    def slopes(self) -> list[dict[str, Any]]:
-        """Per group: slope per visit and per year (least squares), visits and their range."""
-        _, slope_v = _slopes(self.gkey, self.V.astype(float), self.Y)
-        years = (self.DAY - np.repeat(self.DAY[self.start], self.counts)) / 365.25
-        _, slope_y = _slopes(self.gkey, years, self.Y)
-        g_dom = [self.domains[int(x)] for x in self.g_d.tolist()]
-        first_v, last_v = self.V[self.start].tolist(), self.V[self.last].tolist()
-        sv, sy, cnt = _round2(slope_v), _round2(slope_y), self.counts.tolist()
-        return [
-            {
-                "patient": self.g_pat[i],
-                "domain": g_dom[i],
-                "slope": sv[i],
-                "slope_year": sy[i],
-                "n_visits": cnt[i],
-                "first_visit": first_v[i],
-                "last_visit": last_v[i],
-            }
-            for i in range(len(self.g_pat))
-        ]
+    def _slopes_of(self, patients: Collection[int]) -> list[dict[str, Any]]:
+        """The slope rows of `patients` (domain order, then patient), computed for them only
+        (the ranked domain's from its computed columns)."""
+        want = np.fromiter((int(p) for p in patients), dtype=np.int64)
+        todo = []
+        for d, v in self.views.items():
+            g = np.flatnonzero(np.isin(v.g_pat, want))
+            todo.append((d, v, g))
+        if not any(len(g) for _, _, g in todo):
+            return []
+        compute = [t for t in todo if t[0] not in self._slope_cols]
+        cols = _slope_columns(compute) if compute else {}
+        # in domain order: the computed parts are contiguous runs of `cols`
+        parts, at = [], 0
+        for d, _, g in todo:
+            if d in self._slope_cols:
+                parts.append({k: c[g] for k, c in self._slope_cols[d].items()})
+            else:
+                parts.append({k: c[at : at + len(g)] for k, c in cols.items()})
+                at += len(g)
+        return Rows(_concat(parts), SLOPE_NULLABLE).to_list()
 
-    def _span(self, dom: str) -> range:
-        k = self.domains.index(dom)
-        return range(int(self.bounds[k]), int(self.bounds[k + 1]))
+    def latest_ranking(self, domain: str, descending: bool) -> Rows:
+        v = self.views[domain]
+        cols = {"patient": v.g_pat, "value": v.y[v.last], "visit": v.vis[v.last]}
+        return _ranked({**cols, "date": v.date(v.last)}, "value", descending)
 
-    def domain_stats(self) -> dict[str, dict[str, Any]]:
-        """Per domain over each patient's latest scored visit: max, min, mean and who."""
-        out: dict[str, dict[str, Any]] = {}
-        last_s = self.Y[self.last]
-        for dom in self.domains:
-            r = self._span(dom)
-            if not len(r):
-                continue
-            vals, pats = last_s[r.start : r.stop], self.g_pat_arr[r.start : r.stop]
-            mx, mn = float(vals.max()), float(vals.min())
-            out[dom] = {
-                "max": mx,
-                "max_patients": pats[vals == mx].tolist(),
-                "min": mn,
-                "min_patients": pats[vals == mn].tolist(),
-                "mean": round(sum(vals.tolist()) / len(vals), 2),  # left-to-right, as sum() of F
-                "n_patients": len(vals),
-            }
-        return out
+    def change_ranking(self, statistic: str, domain: str) -> Rows:
+        v = self.views[domain]
+        two = v.counts >= 2
+        if not two.any():
+            raise ValueError(CHANGE_ERROR)
+        s, e = v.start[two], v.last[two]
+        cols = {
+            "patient": v.g_pat[two],
+            "value": v.y[e] - v.y[s],
+            "first_visit": v.vis[s],
+            "last_visit": v.vis[e],
+            "n_visits": v.counts[two],
+        }
+        return _ranked(cols, "value", descending=statistic == "largest_change")
 
-    def latest_rows(self, dom: str) -> list[dict[str, Any]]:
-        last_s, last_v = self.Y[self.last].tolist(), self.V[self.last].tolist()
-        last_d = self.DT[self.last].tolist()
-        return [
-            {"patient": self.g_pat[i], "value": last_s[i], "visit": last_v[i], "date": last_d[i]}
-            for i in self._span(dom)
-        ]
-
-    def points_of(self, dom: str) -> dict[int, list[tuple[int, str, float]]]:
-        """{patient: [(visit, date, score)]} of one domain, patients in order (change stats)."""
-        v_l, d_l, y_l = self.V.tolist(), self.DT.tolist(), self.Y.tolist()
-        out: dict[int, list[tuple[int, str, float]]] = {}
-        for i in self._span(dom):
-            s0, s1 = int(self.start[i]), int(self.last[i]) + 1
-            out[self.g_pat[i]] = list(zip(v_l[s0:s1], d_l[s0:s1], y_l[s0:s1], strict=True))
-        return out
+    def slope_ranking(self, statistic: str, domain: str) -> Rows:
+        sl = self.domain_slopes(domain)
+        key = "slope_year" if statistic.endswith("_year") else "slope"
+        ok = ~np.isnan(sl[key])
+        if not ok.any():
+            raise ValueError(SLOPE_ERROR)
+        cols = {
+            "patient": sl["patient"][ok],
+            "value": sl[key][ok],
+            "slope_year": sl["slope_year"][ok],
+            "slope_visit": sl["slope"][ok],
+            "n_visits": sl["n_visits"][ok],
+        }
+        if statistic.startswith("smallest_abs_slope"):
+            cols["abs_slope"] = np.abs(cols["value"])
+            return _ranked(cols, "abs_slope", descending=False)
+        return _ranked(cols, "value", descending=statistic.startswith("steepest_slope"))
 
 
 def compute_cohort_table(
-    long: pd.DataFrame, query: str, instruments: Sequence[str], statistic: str = ""
-) -> dict[str, Any]:
-    """`compute_cohort` over the long frame of `cohort_frame`: same keys, same values."""
-    from engine.clinical.cohort import rank_cohort
-
-    groups = _Groups(long)
-    domain_stats = groups.domain_stats()
-    return rank_cohort(
-        query,
-        instruments,
-        statistic,
-        domains=groups.domains,
-        domain_stats=domain_stats,
-        slopes=groups.slopes(),
-        notes=groups.notes,
-        latest_rows=groups.latest_rows,
-        points_of=groups.points_of,
-        n_patients=len(np.unique(long["patient"].to_numpy())),
-        has_qol="qol" in domain_stats,
-    )
+    sel: Selection, query: str, instruments: Sequence[str], statistic: str = ""
+) -> CohortAnswer:
+    """`compute_cohort` over a plan's selection of the session table: same keys, equal values
+    (the ranking and slopes as row tables equal to their lists)."""
+    return rank_cohort(query, instruments, statistic, TableSource(sel))
 
 
 def answer_scope(cohort: dict[str, Any]) -> list[int]:
