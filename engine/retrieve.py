@@ -15,7 +15,6 @@ from engine.clinical import cohort_table
 from engine.clinical.findings import course_and_findings
 from engine.clinical.series import series
 from engine.clinical.statement_build import build_statements
-from engine.clinical.statements import ledger_of
 from engine.clinical.visit_filter import select_per_instrument
 from engine.state import NodeContext, State
 from engine.types import Fact, Plan
@@ -163,5 +162,5 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
         ctx.contexts,
         analysis=plan.analysis,
     )
-    out["ledger"] = ledger_of(out["statements"])
+    out["ledger"] = out["statements"].ledger
     return out

@@ -13,7 +13,6 @@ from engine.clinical.cohort import compute_cohort, render_cohort_facts
 from engine.clinical.findings import course_and_findings
 from engine.clinical.series import series
 from engine.clinical.statement_build import build_statements
-from engine.clinical.statements import ledger_of
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.retrieve import fetch_facts
@@ -68,7 +67,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
         "facts": facts,
         "subsets": subsets,
         "series": ser,
-        "ledger": ledger_of(statements),
+        "ledger": statements.ledger,
         "statements": statements,
         **clin,
     }

@@ -44,6 +44,7 @@ class _Claim:
     matched: list[FactValue] = field(default_factory=list)
     ids: tuple[str, ...] = ()
     reason: str = ""
+    total: int = 0  # matched values before the MAX_MATCHED cut
 
     @property
     def supported(self) -> bool:
@@ -70,6 +71,7 @@ class _Claim:
             "reason": self.reason,
             "expected": [],
             "matched": [_fv_dict(f) for f in self.matched],
+            "matched_total": max(self.total, len(self.matched)),
             "statements": list(self.ids),
         }
 
@@ -92,16 +94,18 @@ def _role(text: str, tok: NumberToken, start: int) -> str:
 class _Pool:
     """The values and identifiers of one citation's statements, indexed for lookup."""
 
-    def __init__(self, sts: Sequence[Statement]):
+    def __init__(self, sts: Sequence[Statement], values: Sequence[FactValue] | None = None):
         self.patients = {s.patient for s in sts}
         self.visits = {v for s in sts for v in s.visits}
         self.exact: dict[float, list[FactValue]] = {}
         self.size: dict[float, list[FactValue]] = {}
-        self.tolerant: list[FactValue] = []
+        self.tolerant: dict[int, list[FactValue]] = {}  # by value in hundredths
         self.visit_values: dict[float, list[FactValue]] = {}
         self.at_visit: dict[float, list[FactValue]] = {}
         self.dates: dict[str, list[FactValue]] = {}
-        for v in ledger_of(sts):
+        if values is None:
+            values = ledger_of(sts) if len(sts) != 1 else sts[0].values
+        for v in values:
             if v.date:
                 self.dates.setdefault(v.date, []).append(v)
             if v.visit is not None:
@@ -111,7 +115,7 @@ class _Pool:
             elif v.kind == "date":
                 continue
             elif v.tolerance:
-                self.tolerant.append(v)
+                self.tolerant.setdefault(round(float(v.value) * 100), []).append(v)
             else:
                 self.exact.setdefault(float(v.value), []).append(v)
                 self.size.setdefault(abs(float(v.value)), []).append(v)
@@ -121,12 +125,19 @@ class _Pool:
         if not tok.signed:
             seen = {id(v) for v in out}
             out += [v for v in self.size.get(tok.value, ()) if id(v) not in seen]
-        for v in self.tolerant:
-            d = abs(float(v.value) - tok.value)
-            if not tok.signed:
-                d = min(d, abs(abs(float(v.value)) - tok.value))
-            if d <= float(v.tolerance) + 1e-9:
-                out.append(v)
+        if not self.tolerant:
+            return out
+        near = round(tok.value * 100)
+        keys = {near - 1, near, near + 1}
+        if not tok.signed:
+            keys |= {-near - 1, -near, -near + 1}
+        for k in keys:
+            for v in self.tolerant.get(k, ()):
+                d = abs(float(v.value) - tok.value)
+                if not tok.signed:
+                    d = min(d, abs(abs(float(v.value)) - tok.value))
+                if d <= float(v.tolerance) + 1e-9:
+                    out.append(v)
         return out
 
     def match(self, role: str, tok: NumberToken) -> list[FactValue]:
@@ -149,7 +160,8 @@ def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Clai
     for c in cits:  # innermost first
         pool = pools.get(c.ids)
         if pool is None:
-            pool = pools[c.ids] = _Pool([sts.get(i) for i in c.ids])
+            whole = len(c.ids) == len(sts)  # a cohort text cites every statement of its run
+            pool = pools[c.ids] = _Pool([sts.get(i) for i in c.ids], sts.ledger if whole else None)
         if role == "patient":  # an identifier: no ledger value to link
             if tok.value in pool.patients:
                 return _Claim(tok, role, [], c.ids)
@@ -163,24 +175,38 @@ def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Clai
     )
 
 
+MAX_MATCHED = 12  # matched values kept per number (the rest are counted)
+
+
 def _narrow(claims: list[_Claim]) -> None:
-    """A value that several cited values equal is the one at the visit written next to it in the
-    same citation ("12 at visit 3"), when one of them is."""
+    """A value that several cited values equal is the one of the patient last named before it
+    in the same citation ("patient 23: motor 25"), and the one at the visit written next to it
+    ("12 at visit 3"), when one of them is; at most MAX_MATCHED are kept."""
+    patient: float | None = None
+    ids: tuple[str, ...] = ()
     for i, c in enumerate(claims):
-        if c.role != "value" or len({v.visit for v in c.matched}) < 2:
+        if c.ids != ids:
+            patient, ids = None, c.ids
+        if c.role == "patient":
+            patient = c.tok.value
+        if c.role != "value" or len(c.matched) < 2:
             continue
+        if patient is not None and len({v.patient for v in c.matched}) > 1:
+            c.matched = [v for v in c.matched if v.patient == patient] or c.matched
         nxt = next((d for d in claims[i + 1 : i + 3] if d.role == "visit"), None)
-        if nxt is not None and nxt.ids == c.ids:
-            same = [v for v in c.matched if v.visit == nxt.tok.value]
-            if same:
-                c.matched = same
+        if nxt is not None and nxt.ids == c.ids and len({v.visit for v in c.matched}) > 1:
+            c.matched = [v for v in c.matched if v.visit == nxt.tok.value] or c.matched
+        c.total = len(c.matched)
+        c.matched = c.matched[:MAX_MATCHED]
 
 
 def _sentences(r: Rendered, claims: Sequence[_Claim]) -> list[dict[str, Any]]:
+    """One verdict per sentence; `citations` index the record's citation list."""
     out = []
     for _p, a, b in split_sentences(r.text):
         mine = [c for c in claims if a <= c.tok.start < b]
-        cited = any(c.start < b and a < c.end for c in r.citations)
+        over = [k for k, c in enumerate(r.citations) if c.start < b and a < c.end]
+        cited = bool(over)
         bad = [c for c in mine if not c.supported]
         status = "unsupported" if bad else "supported" if cited else "neutral"
         if not cited and not mine:
@@ -191,22 +217,17 @@ def _sentences(r: Rendered, claims: Sequence[_Claim]) -> list[dict[str, Any]]:
                 "span": [a, b],
                 "status": status,
                 "reasons": [c.reason for c in bad],
-                "facts": [
-                    {"statements": list(c.ids), "values": [_fv_dict(v) for v in c.matched]}
-                    for c in mine
-                    if c.matched
-                ],
-                "statements": sorted(
-                    {i for c in r.citations if c.start < b and a < c.end for i in c.ids},
-                    key=lambda i: int(i[1:]),
-                ),
+                # one matched value per number (the claims list them all)
+                "facts": [{"values": [_fv_dict(c.matched[0])]} for c in mine if c.matched],
+                "citations": over,
             }
         )
     return out
 
 
 def _key_statements(sts: Statements, agent: str, patients: Sequence[int]) -> list[Statement]:
-    keys = [s for s in sts.key_facts if not patients or s.patient in patients or s.patient is None]
+    want = set(patients)
+    keys = [s for s in sts.key_facts if not want or s.patient in want or s.patient is None]
     if agent in DOMAIN_AGENTS:
         return [s for s in keys if s.kind == "change" and s.subject == agent]
     return keys if agent == "final" else []
@@ -312,5 +333,5 @@ def rendered_record(
         "sentences_total": n,
         "statements_passed": st_passed,
         "checked_by": "lookup",
-        "cited_statements": sorted(r.cited_ids, key=lambda i: int(i[1:])),
+        "citations": [{"span": [c.start, c.end], "statements": list(c.ids)} for c in r.citations],
     }

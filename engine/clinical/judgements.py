@@ -18,7 +18,7 @@ from engine.clinical.key_facts import KeySpec, key_specs
 from engine.clinical.ledger import SWING_MIN
 from engine.clinical.monitor import to_monitor
 from engine.clinical.series import classify
-from engine.clinical.statements import Statement, StatementKind, Statements, ledger_of
+from engine.clinical.statements import Statement, StatementKind, Statements
 from engine.contexts import Mcid
 from engine.types import FactValue
 
@@ -31,7 +31,13 @@ class ValueIndex:
     def __init__(self, values: Sequence[FactValue]):
         self.by: dict[Key, list[FactValue]] = {}
         self.thresholds: dict[tuple[str | None, str | None], list[FactValue]] = {}
+        self.by_kind: dict[str, list[FactValue]] = {}
+        #: item ratings by (patient, visit, item code), whatever their domain
+        self.items: dict[tuple[int | None, int | None, str | None], list[FactValue]] = {}
         for v in values:
+            self.by_kind.setdefault(v.kind, []).append(v)
+            if v.kind == "item":
+                self.items.setdefault((v.patient, v.visit, v.item), []).append(v)
             self.by.setdefault((v.kind, v.patient, v.visit, v.domain, v.item), []).append(v)
             if v.kind == "threshold":
                 self.thresholds.setdefault((v.domain, v.item), []).append(v)
@@ -168,7 +174,7 @@ def _flag(b: _Builder, gs: Sequence[FlagGroup]) -> None:
     status = "current" if any(g.current for g in gs) else gs[-1].status
     key = any(("red_flag", p, v, item) in b.keys for v in vis)
     b.out.add(
-        Statement(
+        Statement.make(
             b.out.next_id(),
             kind,
             p,
@@ -204,9 +210,7 @@ def _findings(b: _Builder, p: int, fd: Findings) -> None:
     for gs in by_item.values():
         _flag(b, gs)
     for code, words, v in fd.negatives:
-        vals = [
-            x for k, xs in b.idx.by.items() if k[:3] == ("item", p, v) and k[4] == code for x in xs
-        ]
+        vals = b.idx.items.get((p, v, code), [])
         b.add("pertinent_negative", p, code, (v,), words, vals)
 
 
@@ -220,7 +224,7 @@ def judgement_statements(
     cohort: Mapping[str, Any] | None,
 ) -> None:
     """Layer 2 of engine.clinical.statement_build (see its docstring)."""
-    idx = ValueIndex(ledger_of(out))
+    idx = ValueIndex(out.ledger)
     series: dict[tuple[int, str], dict[int, float]] = {}
     for (kind, p, v, d, _i), vs in idx.by.items():
         if kind == "score" and p is not None and v is not None and d:
@@ -304,7 +308,9 @@ def _cohort_finding(b: _Builder, cohort: Mapping[str, Any] | None) -> None:
     p = cohort.get("patient")
     vals = [
         v
-        for v in ledger_of(b.out)
+        for kind in ("rank", "mean", "max", "min")
+        for vs in (b.idx.by_kind.get(kind, ()),)
+        for v in vs
         if v.source == "computed"
         and v.kind in ("rank", "mean", "max", "min")
         and (p is None or v.patient == p)

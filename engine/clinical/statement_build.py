@@ -61,7 +61,7 @@ def _flush(out: Statements, run: list[FactValue], kind: StatementKind) -> None:
     # a value statement carries no judgement label; its rule is where its values come from
     sources = tuple(dict.fromkeys(v.source for v in run if v.source))
     out.add(
-        Statement(
+        Statement.make(
             out.next_id(), kind, first.patient, subject, visits, "", tuple(run), False, sources
         )
     )

@@ -55,6 +55,35 @@ class Statement:
     key: bool = False
     rules: tuple[str, ...] = ()
 
+    @classmethod
+    def make(
+        cls,
+        id: str,
+        kind: StatementKind,
+        patient: int | None,
+        subject: str | None,
+        visits: tuple[int, ...],
+        label: str,
+        values: tuple[FactValue, ...],
+        key: bool = False,
+        rules: tuple[str, ...] = (),
+    ) -> Statement:
+        """The same statement as `Statement(...)`, without the frozen dataclass's per-field
+        `object.__setattr__` (a cohort answer builds thousands)."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(
+            id=id,
+            kind=kind,
+            patient=patient,
+            subject=subject,
+            visits=visits,
+            label=label,
+            values=values,
+            key=key,
+            rules=rules,
+        )
+        return obj
+
     def to_dict(self) -> dict[str, object]:
         return {
             "id": self.id,
@@ -146,6 +175,14 @@ class Statements:
         if subject is not None:
             mine = [s for s in mine if s.subject == subject or s.kind in ("session", "count")]
         return mine + ([] if patient is None else self._by_patient.get(None, []))
+
+    @property
+    def ledger(self) -> list[FactValue]:
+        """`ledger_of(self)`, computed once (the memo is cleared when a statement is added)."""
+        got = self.memo.get(("ledger",))
+        if got is None:
+            got = self.memo[("ledger",)] = ledger_of(self.items)
+        return got  # type: ignore[return-value]
 
     def of_kinds(self, *kinds: str) -> list[Statement]:
         return [s for s in self.items if s.kind in kinds]
