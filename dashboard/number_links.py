@@ -128,6 +128,11 @@ def link_numbers(result: Result) -> list[NumberLink]:
     return sorted(links, key=lambda lk: lk.start)
 
 
+def md_escape(text: str) -> str:
+    """Plain text as Streamlit markdown that shows it as written."""
+    return _md_escape(text)
+
+
 def highlighted_markdown(text: str, links: Sequence[NumberLink]) -> str:
     """The summary as Streamlit markdown with unsupported numbers on a red background."""
     out, pos = [], 0

@@ -12,7 +12,8 @@ from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import export, trail
 from dashboard.clinical import ClinicalRefs
-from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers
+from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers, md_escape
+from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.types import Result
 from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAIN_LABELS
@@ -43,8 +44,19 @@ def summary_panel(result: Result) -> None:
     trail.rejection_banner(result.summary)  # audit trail: rejected in review
     grounding_badge(result)
     links = link_numbers(result)
-    with st.container(border=True, key="summary_box"):
-        st.markdown(highlighted_markdown(result.summary, links) or "_(empty summary)_")
+    digest = result.digest
+    if digest and result.sections and result.summary.startswith(digest):
+        # the digest first; the details under their headings, one expander each
+        with st.container(border=True, key="summary_box"):
+            st.markdown(highlighted_markdown(digest, [lk for lk in links if lk.end <= len(digest)]))
+        for i, (head, paras) in enumerate(result.sections):
+            with st.expander(head, expanded=False, key=f"details_{i}"):
+                st.markdown("\n\n".join(md_escape(p) for p in paras))
+        if DECISION_SUPPORT_NOTE in result.summary:
+            st.caption(DECISION_SUPPORT_NOTE)
+    else:
+        with st.container(border=True, key="summary_box"):
+            st.markdown(highlighted_markdown(result.summary, links) or "_(empty summary)_")
     st.caption(
         f"Backend: {result.backend or 'n/a'} \u00b7 LLM calls: {result.llm_calls} \u00b7 "
         f"{len(result.facts)} fact rows \u00b7 numbers checked: {(result.verification or {}).get('numbers', 'n/a')}"

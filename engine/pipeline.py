@@ -187,6 +187,8 @@ class Engine:
             excluded_sessions=state.excluded,
             courses=courses_json(state.courses),
             summary_dense=state.summary_dense,
+            digest=state.digest,
+            sections=state.sections,
         )
 
     def _excluded(self, patients: tuple[int, ...]) -> list[dict]:

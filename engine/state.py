@@ -74,6 +74,8 @@ class State:
     courses: dict[Any, Any] = field(default_factory=dict)  # engine.clinical.course
     findings: dict[int, Any] = field(default_factory=dict)  # engine.clinical.findings per patient
     summary_dense: str = ""
+    digest: str = ""  # the opening text of the summary (engine.writing.digest)
+    sections: list[Any] = field(default_factory=list)  # the details: (heading, paragraphs)
     sink: Any = None  # engine.llm.base.TextSink: streamed text and cancel (dashboard)
 
     def update(self, changes: dict[str, Any]) -> None:

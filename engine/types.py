@@ -390,6 +390,10 @@ class Result:
     excluded_sessions: list[dict[str, Any]] = field(default_factory=list)
     courses: list[dict[str, Any]] = field(default_factory=list)
     summary_dense: str = ""
+    #: the summary's opening text, at most about 100 words (engine.writing.digest)
+    digest: str = ""
+    #: the details that follow it, under short headings: (heading, paragraphs)
+    sections: list[Any] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -400,6 +404,8 @@ class Result:
             "flags": self.flags,
             "narratives": self.narratives,
             "prompts": self.prompts,
+            "digest": self.digest,
+            "sections": [{"heading": h, "paragraphs": list(p)} for h, p in self.sections],
             "summary": self.summary,
             "verification": self.verification,
             "screening": self.screening,

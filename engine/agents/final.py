@@ -22,7 +22,7 @@ from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Fact, Flags, SeriesRow
-from engine.writing import dense, readable
+from engine.writing import dense, digest, readable
 from engine.writing.citing import plain
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
@@ -149,8 +149,11 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         sts=state.statements,
     )
     dense_text = fallback
-    if mode == "trajectory":  # the readable text; the dense form stays for QA
-        fallback = readable.readable_trajectory(state, ctx.contexts)
+    digest_text, sections = "", []
+    if mode == "trajectory":  # the digest, then the details under headings; dense stays for QA
+        digest_text = digest.trajectory_digest(state, ctx.contexts)
+        sections = readable.trajectory_sections(state, ctx.contexts)
+        fallback = "\n\n".join(x for x in (digest_text, readable.render_sections(sections)) if x)
     else:
         if mode == "comparison":  # red flags per item, as the trajectory writes them
             fallback = readable.readable_comparison(state, flags)
@@ -177,6 +180,8 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         "mode": mode,
         "summary": summary,
         "summary_dense": plain(dense_text),
+        "digest": plain(digest_text),
+        "sections": [(head, [plain(x) for x in paras]) for head, paras in sections],
         "prompts": {**state.prompts, "final": prompt_text(req)},
         "screening": list(screening),
         **gen.changes(),

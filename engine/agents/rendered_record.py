@@ -17,6 +17,7 @@ record has the shape of the prose checker's (engine.grounding.guard), which stay
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ class _Claim:
     matched: list[FactValue] = field(default_factory=list)
     ids: tuple[str, ...] = ()
     reason: str = ""
-    total: int = 0  # matched values before the MAX_MATCHED cut
+    total: int = 0  # matched values after narrowing (the record lists MAX_MATCHED of them)
 
     @property
     def supported(self) -> bool:
@@ -70,8 +71,8 @@ class _Claim:
             "status": "correct" if self.supported else "wrong",
             "reason": self.reason,
             "expected": [],
-            "matched": [_fv_dict(f) for f in self.matched],
-            "matched_total": max(self.total, len(self.matched)),
+            "matched": [_fv_dict(f) for f in self.matched[:MAX_MATCHED]],
+            "matched_total": len(self.matched),
             "statements": list(self.ids),
         }
 
@@ -103,11 +104,15 @@ class _Pool:
         self.visit_values: dict[float, list[FactValue]] = {}
         self.at_visit: dict[float, list[FactValue]] = {}
         self.dates: dict[str, list[FactValue]] = {}
+        self.months: dict[str, list[FactValue]] = {}
         if values is None:
             values = ledger_of(sts) if len(sts) != 1 else sts[0].values
         for v in values:
             if v.date:
                 self.dates.setdefault(v.date, []).append(v)
+                # "Jan 2020" and "2020" are the month and year of a session date
+                self.months.setdefault(v.date[:7], []).append(v)
+                self.months.setdefault(v.date[:4], []).append(v)
             if v.visit is not None:
                 self.at_visit.setdefault(float(v.visit), []).append(v)
             if v.kind == "visit":
@@ -142,7 +147,7 @@ class _Pool:
 
     def match(self, role: str, tok: NumberToken) -> list[FactValue]:
         if role == "date":
-            hit = self.dates.get(tok.date or "", [])
+            hit = self.dates.get(tok.date or "", []) or self.months.get(tok.date or "", [])
             return [v for v in hit if v.kind in _IDENT][:1] or hit[:1]
         if role == "visit":
             hit = self.visit_values.get(tok.value, [])
@@ -175,29 +180,36 @@ def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Clai
     )
 
 
-MAX_MATCHED = 12  # matched values kept per number (the rest are counted)
+MAX_MATCHED = 12  # matched values the record lists per number (all are counted)
 
 
-def _narrow(claims: list[_Claim]) -> None:
+def _narrow(claims: list[_Claim], sentence: Sequence[int]) -> None:
     """A value that several cited values equal is the one of the patient last named before it
-    in the same citation ("patient 23: motor 25"), and the one at the visit written next to it
-    ("12 at visit 3"), when one of them is; at most MAX_MATCHED are kept."""
+    in the same citation ("patient 23: motor 25"), and the one at the visit written beside it in
+    the same sentence: the visit right after it ("12 at visit 3"), else the last one before it
+    ("visit 7 (2021-01-23): PDQ-8 1"), when one of them is."""
     patient: float | None = None
     ids: tuple[str, ...] = ()
+    last_visit: dict[int, float] = {}  # sentence -> the last visit written in it so far
     for i, c in enumerate(claims):
         if c.ids != ids:
             patient, ids = None, c.ids
         if c.role == "patient":
             patient = c.tok.value
+        if c.role == "visit":
+            last_visit[sentence[i]] = c.tok.value
         if c.role != "value" or len(c.matched) < 2:
             continue
         if patient is not None and len({v.patient for v in c.matched}) > 1:
-            c.matched = [v for v in c.matched if v.patient == patient] or c.matched
+            c.matched = [v for v in c.matched if v.patient in (patient, None)] or c.matched
         nxt = next((d for d in claims[i + 1 : i + 3] if d.role == "visit"), None)
-        if nxt is not None and nxt.ids == c.ids and len({v.visit for v in c.matched}) > 1:
-            c.matched = [v for v in c.matched if v.visit == nxt.tok.value] or c.matched
-        c.total = len(c.matched)
-        c.matched = c.matched[:MAX_MATCHED]
+        visit = None
+        if nxt is not None and nxt.ids == c.ids and sentence[claims.index(nxt)] == sentence[i]:
+            visit = nxt.tok.value
+        elif sentence[i] in last_visit:
+            visit = last_visit[sentence[i]]
+        if visit is not None and len({v.visit for v in c.matched}) > 1:
+            c.matched = [v for v in c.matched if v.visit in (visit, None)] or c.matched
 
 
 def _sentences(r: Rendered, claims: Sequence[_Claim]) -> list[dict[str, Any]]:
@@ -233,13 +245,48 @@ def _key_statements(sts: Statements, agent: str, patients: Sequence[int]) -> lis
     return keys if agent == "final" else []
 
 
-def _coverage(r: Rendered, keys: Sequence[Statement]) -> dict[str, Any]:
-    cited = r.cited_ids
-    missing = [s for s in keys if s.id not in cited]
-    stated = len(keys) - len(missing)
+#: value kinds that state a finding (a count, threshold, visit index or date does not)
+_STATING = frozenset(
+    {
+        "score",
+        "item",
+        "pdq8_si",
+        "delta",
+        "cumulative",
+        "slope",
+        "slope_year",
+        "rank",
+        "mean",
+        "max",
+        "min",
+    }
+)
+
+
+def _coverage(claims: Sequence[_Claim], keys: Sequence[Statement]) -> dict[str, Any]:
+    """A key statement is stated when a number of the text, in a citation of it, matched one of
+    its finding values (a cohort finding: when it is cited at all)."""
+    by_value: dict[int, list[str]] = {}
+    for k in keys:
+        # "at or above 3 at visit 7" states a flag: its threshold and its visits
+        flag = k.kind in ("red_flag", "new_onset")
+        for v in k.values:
+            if v.kind in _STATING or (flag and v.kind in ("threshold", "visit")):
+                by_value.setdefault(id(v), []).append(k.id)
+    stated: set[str] = {k.id for k in keys if k.kind == "cohort" and not k.values}
+    for c in claims:
+        for v in c.matched:
+            for sid in by_value.get(id(v), ()):
+                if sid in c.ids:
+                    stated.add(sid)
+    if any(k.kind == "cohort" for k in keys):
+        cited = {i for c in claims for i in c.ids}
+        stated |= {k.id for k in keys if k.kind == "cohort" and k.id in cited}
+    missing = [s for s in keys if s.id not in stated]
+    n = len(keys) - len(missing)
     return {
-        "value": stated / len(keys) if keys else 1.0,
-        "stated": stated,
+        "value": n / len(keys) if keys else 1.0,
+        "stated": n,
         "total": len(keys),
         "missing": [_describe(s) for s in missing],
     }
@@ -272,7 +319,8 @@ def rendered_record(
     """The guard record of a rendered text (see the module docstring)."""
     pools = sts.memo  # one pool per cited set of statements, shared by the run's texts
     claims = [_claim(r, sts, t, pools) for t in extract_numbers(r.text)]
-    _narrow(claims)
+    bounds = [b for _p, _a, b in split_sentences(r.text)]
+    _narrow(claims, [bisect_right(bounds, c.tok.start) for c in claims])
     bad = [c for c in claims if not c.supported]
     unsupported = [
         {
@@ -295,7 +343,7 @@ def rendered_record(
             }
         )
     sents = _sentences(r, claims)
-    cov = _coverage(r, _key_statements(sts, agent, plan_patients))
+    cov = _coverage(claims, _key_statements(sts, agent, plan_patients))
     removable = [
         {"text": s["text"], "span": s["span"], "reasons": s["reasons"]}
         for s in sents

@@ -168,6 +168,7 @@ def _flag(b: _Builder, gs: Sequence[FlagGroup]) -> None:
     values += [
         x for g in gs for x in b.idx.get("threshold", None, None, None, f"red_flag_{g.rule}")
     ]
+    values += [x for v in vis for x in b.idx.get("visit", p, v, None)]  # the visits it names
     kind: StatementKind = (
         "new_onset" if all(g.rule.endswith("new_onset") for g in gs) else "red_flag"
     )

@@ -22,6 +22,8 @@ from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.writing import dense
 from engine.writing.citing import cite
+from engine.writing.digest import NOW_ITEMS
+from engine.writing.words import cap, item_label, where
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, INSTRUMENT_WORDS
 
 PART_WORDS = {
@@ -30,10 +32,6 @@ PART_WORDS = {
     "motor": "Motor examination (Part III)",
     "qol": "Quality of life (PDQ-8)",
 }
-
-
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
 
 
 def _dom(d: str) -> str:
@@ -72,7 +70,9 @@ def _direction(dc: DomainCourse) -> str:
     )
 
 
-def _framing(ic: InstrumentCourse) -> list[str]:
+def _framing(ic: InstrumentCourse, details: bool = False) -> list[str]:
+    """The framing of one instrument's course; `details`: without what the digest says (the
+    number of assessments and period, the possibly-not-examined sessions)."""
     inst = INSTRUMENT_WORDS[ic.instrument]
     span = f"from {ic.dates[0]} to {ic.dates[-1]}" if len(ic.visits) > 1 else f"on {ic.dates[0]}"
     if ic.n > 1 and ic.dates[0] == ic.dates[-1]:
@@ -119,10 +119,12 @@ def _framing(ic: InstrumentCourse) -> list[str]:
             + "; ".join(f"at visit {p.visit}, {fmt2(ic.si[p.visit])} SI" for p in pts)
             + "."
         )
-    if ic.zero_sessions:
+    if details:
+        sents = sents[1:]
+    if ic.zero_sessions and not details:
         sents.append(
             f"\n\nPossible missing data: every {inst} item scored zero at "
-            f"{_where(ic.zero_sessions)} after a non-zero course; changes to it are not read as "
+            f"{where(ic.zero_sessions)} after a non-zero course; changes to it are not read as "
             "improvement."
         )
     return sents
@@ -168,85 +170,51 @@ def _domain_paragraph(dc: DomainCourse) -> str:
         mcid_txt = f", MCID {fmt(abs(c.mcid))}"
     sents.append(
         f"{head}:{band + ';' if band else ''} {course_word}{_direction(dc)}. "
-        f"{_cap(w)} went "
+        f"{cap(w)} went "
         + ", ".join(e[2] for e in events)
         + f" (change {fmt_signed(c.value if c else 0)}{mcid_txt})."
     )
     if dc.slope_visit is not None:
         per_year = f", {fmt_signed(dc.slope_year)} per year" if dc.slope_year is not None else ""
-        sents.append(f"{_cap(w)} trend: {fmt_signed(dc.slope_visit)} per visit{per_year}.")
+        sents.append(f"{cap(w)} trend: {fmt_signed(dc.slope_visit)} per visit{per_year}.")
     text = " ".join(sents)
     if dc.zero_suspect and dc.domain != "total":
         text += (
             f"\n\nPossible missing data: every {w} item scored zero at "
-            f"{_where(dc.zero_suspect)}"
+            f"{where(dc.zero_suspect)}"
             + (", while the other parts did not." if dc.all_zero else " after non-zero scores.")
         )
     return text
 
 
-def _label(label: str) -> str:
-    """Item label in running text: lower case, limb words without the checker's direction words
-    ("lower extremity" would read as "lower" = improved)."""
-    return (
-        label.lower()
-        .replace("right lower extremity", "right leg")
-        .replace("left lower extremity", "left leg")
-        .replace("right upper extremity", "right arm")
-        .replace("left upper extremity", "left arm")
-    )
-
-
-def _where(vs: Sequence[int]) -> str:
-    vs = sorted(set(vs))
-    if len(vs) == 1:
-        return f"visit {vs[0]}"
-    return "visits " + ", ".join(map(str, vs[:-1])) + f" and {vs[-1]}"
-
-
-def _findings_paragraphs(fd: Findings) -> list[str]:
+def _item_paragraphs(fd: Findings, listed: int = NOW_ITEMS) -> list[str]:
+    """Item changes: the items up two points or more; the items rated moderate or worse at the
+    latest assessment only when the digest could not name them all (more than `listed`)."""
     paras: list[str] = []
-    by_visit: dict[int, dict[str, list[str]]] = {}
-    for h in sorted(fd.high, key=lambda h: (h.visit, -h.value, h.label)):
-        by_visit.setdefault(h.visit, {}).setdefault(h.domain, []).append(
-            f"{_label(h.label)} {h.word} ({fmt(h.value)})"
-        )
-    for v, doms in by_visit.items():
-        # one sentence per domain: the domain word narrows labels shared by two parts ("speech")
-        paras.append(
-            f"At visit {v}, the latest assessment, items rated moderate or worse. "
-            + " ".join(
-                f"{_cap(_dom(d))}: " + "; ".join(items) + "."
-                for d, items in sorted(doms.items(), key=lambda kv: DOMAINS.index(kv[0]))
+    if len({h.item for h in fd.high}) > listed:
+        by_visit: dict[int, dict[str, list[str]]] = {}
+        for h in sorted(fd.high, key=lambda h: (h.visit, -h.value, h.label)):
+            by_visit.setdefault(h.visit, {}).setdefault(h.domain, []).append(
+                f"{item_label(h.label)} {h.word} ({fmt(h.value)})"
             )
-        )
+        for v, doms in by_visit.items():
+            # one sentence per domain: the domain word narrows labels shared by two parts
+            paras.append(
+                f"At visit {v}, the latest assessment, items rated moderate or worse. "
+                + " ".join(
+                    f"{cap(_dom(d))}: " + "; ".join(items) + "."
+                    for d, items in sorted(doms.items(), key=lambda kv: DOMAINS.index(kv[0]))
+                )
+            )
     rises: dict[int, list[str]] = {}
     for r in sorted(fd.rises, key=lambda r: (r.visit, DOMAINS.index(r.domain), -r.value, r.label)):
         rises.setdefault(r.visit, []).append(
-            f"{_cap(_dom(r.domain))}: {_label(r.label)} increased by "
+            f"{cap(_dom(r.domain))}: {item_label(r.label)} increased by "
             f"{fmt(r.value - (r.first_value or 0))} since visit {r.first_visit}, now {r.word}."
         )
     for v, sents in rises.items():
         # one short sentence per item, each naming its part and reference visit
         paras.append(f"Items up two points or more by visit {v}. " + " ".join(sents))
-    paras += [text for _, text in _flag_paragraphs(fd)]
-    by_visit_neg: dict[int, list[str]] = {}
-    for _, w, v in fd.negatives:
-        by_visit_neg.setdefault(v, []).append(w)
-    for v, words in sorted(by_visit_neg.items()):
-        skipped = fd.negatives_skipped.get(v)
-        # never from a session that is possibly missing data: say which visit they come from
-        where = (
-            f"At visit {v}, the last assessment before possibly missing data at {_where(skipped)}"
-            if skipped
-            else f"At visit {v}"
-        )
-        paras.append(
-            f"{where}, without "
-            + ", ".join(words[:-1])
-            + (f" or {words[-1]}" if len(words) > 1 else words[0])
-            + "."
-        )
     return paras
 
 
@@ -268,18 +236,18 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
                     (
                         status,
                         f"{head} ({status}): {g.label}, first rated above zero at "
-                        f"{_where(g.visits)} after zero at every earlier assessment ({g.why})"
+                        f"{where(g.visits)} after zero at every earlier assessment ({g.why})"
                         f"{unconfirmed}.",
                     )
                 )
                 continue
             sev = [x for x in gs if x.rule == "severe_item" and x is not g]
-            tail = f", severe at {_where(sev[0].visits)}" if sev else ""
+            tail = f", severe at {where(sev[0].visits)}" if sev else ""
             paras.append(
                 (
                     status,
-                    f"{head} ({status}): {_label(g.item_label)} at or above {fmt(g.threshold)} "
-                    f"at {_where(g.visits)}{tail} ({g.why}){unconfirmed}.",
+                    f"{head} ({status}): {item_label(g.item_label)} at or above {fmt(g.threshold)} "
+                    f"at {where(g.visits)}{tail} ({g.why}){unconfirmed}.",
                 )
             )
     return paras
@@ -304,7 +272,7 @@ def _falls_sentence(fd: Findings) -> str:
     if not fd.falls:
         return ""
     return (
-        f"{_cap(_label(fd.falls[0].label))} item: "
+        f"{cap(item_label(fd.falls[0].label))} item: "
         + ", ".join(
             f"{fmt(x.value)} at visit {x.visit}" + (" (possibly missing data)" if x.suspect else "")
             for x in fd.falls
@@ -342,27 +310,75 @@ def _flag_status(gs: Sequence[Any]) -> tuple[str, str]:
     statuses = {g.status for g in decisive}
     if "unconfirmed" in statuses:
         return "not resolved", (
-            f"; last seen at visit {last}; later assessment possibly missing data ({_where(later)})"
+            f"; last seen at visit {last}; later assessment possibly missing data ({where(later)})"
         )
     if "unscored" in statuses:
         return "not scored at the latest assessment", f"; last seen at visit {last}" + (
-            f", not scored later ({_where(later)})" if later else ""
+            f", not scored later ({where(later)})" if later else ""
         )
     if "below" in statuses:
         g = decisive[0]
         return "below the flag threshold now", (
-            f". {_cap(_label(g.item_label))} was rated {fmt(g.latest_value)} at visit {g.latest_visit}"
+            f". {cap(item_label(g.item_label))} was rated {fmt(g.latest_value)} at visit {g.latest_visit}"
         )
     return "resolved", ""
 
 
-def _monitor(courses: Sequence[InstrumentCourse], fd: Findings) -> str:
-    watch = [dense.monitor_phrase(m) for m in to_monitor(courses, fd)]
-    if not watch:
-        return (
-            "To monitor: no domain worsened or reached a moderate band, and no red flag is current."
+Section = tuple[str, list[str]]
+
+
+def patient_sections(
+    patient: int,
+    courses: Mapping[tuple[int, str], InstrumentCourse],
+    fd: Findings,
+    ctx: Contexts,
+    excluded: Sequence[Mapping[str, Any]] = (),
+    sts: Statements | None = None,
+) -> list[Section]:
+    """One patient's details under short headings, each finding once (what the digest says is
+    not repeated: engine.writing.digest); with `sts`, each paragraph cites the statements it
+    renders (engine.writing.citing)."""
+    ics = list(iter_courses(dict(courses), patient))
+    mine = sts.about(patient) if sts is not None else []
+    course: list[str] = []
+    for ic in ics:
+        framing = " ".join(_framing(ic, details=True))
+        if framing:
+            course.append(cite(framing, mine))
+        for d in DOMAINS:
+            if d in ic.domains:
+                part = sts.about(patient, d) if sts is not None else []
+                course.append(cite(_domain_paragraph(ic.domains[d]), part))
+    items = [cite(x, mine) for x in _item_paragraphs(fd)]
+    flags = [cite(text, mine) for _, text in _flag_paragraphs(fd)]
+    data = []
+    ex = [e for e in excluded if e.get("patient") == patient]
+    if ex:
+        data.append(cite(excluded_sentence(ex), mine))
+    if any(
+        ctx.mcid_for(dc.profile, d) is not None and ctx.mcid[dc.profile][d].basis != "published"  # type: ignore[union-attr]
+        for ic in ics
+        for d, dc in ic.domains.items()
+        if d != "total"
+    ):
+        data.append(
+            "The MCIDs are MDS-UPDRS reference values, not validated on this study's scale; the "
+            "PDQ-8 has no verified MCID, so its changes are given by direction only."
         )
-    return "To monitor: " + "; ".join(watch) + "."
+    return [
+        (head, paras)
+        for head, paras in (
+            ("Course of each part", course),
+            ("Item changes", items),
+            ("Flag history", flags),
+            ("Data", data),
+        )
+        if paras
+    ]
+
+
+def render_sections(sections: Sequence[Section]) -> str:
+    return "\n\n".join(f"{head}:\n\n" + "\n\n".join(paras) for head, paras in sections)
 
 
 def patient_summary(
@@ -373,33 +389,8 @@ def patient_summary(
     excluded: Sequence[Mapping[str, Any]] = (),
     sts: Statements | None = None,
 ) -> str:
-    """One patient's readable summary; with `sts`, each paragraph cites the statements it
-    renders (engine.writing.citing)."""
-    ics = list(iter_courses(dict(courses), patient))
-    mine = sts.about(patient) if sts is not None else []
-    paras = [cite(f"Patient {patient}.", mine)]
-    for ic in ics:
-        paras.append(cite(" ".join(_framing(ic)), mine))
-        for d in DOMAINS:
-            if d in ic.domains:
-                part = sts.about(patient, d) if sts is not None else []
-                paras.append(cite(_domain_paragraph(ic.domains[d]), part))
-    paras += [cite(x, mine) for x in _findings_paragraphs(fd)]
-    paras.append(cite(_monitor(ics, fd), mine))
-    ex = [e for e in excluded if e.get("patient") == patient]
-    if ex:
-        paras.append(cite(excluded_sentence(ex), mine))
-    if any(
-        ctx.mcid_for(dc.profile, d) is not None and ctx.mcid[dc.profile][d].basis != "published"  # type: ignore[union-attr]
-        for ic in ics
-        for d, dc in ic.domains.items()
-        if d != "total"
-    ):
-        paras.append(
-            "The MCIDs are MDS-UPDRS reference values, not validated on this study's scale; the "
-            "PDQ-8 has no verified MCID, so its changes are given by direction only."
-        )
-    return "\n\n".join(paras)
+    """One patient's details (patient_sections) as one text."""
+    return render_sections(patient_sections(patient, courses, fd, ctx, excluded, sts))
 
 
 def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -414,19 +405,26 @@ def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
     return "Left out at data import, see the Data report: " + "; ".join(parts) + "."
 
 
-def readable_trajectory(st: Any, ctx: Contexts) -> str:
-    """The trajectory summary of every planned patient, its paragraphs citing their statements."""
+def trajectory_sections(st: Any, ctx: Contexts) -> list[Section]:
+    """The details of every planned patient (headings name the patient when there are several)."""
     sts: Statements = st.statements
-    paras = [
-        patient_summary(p, st.courses, st.findings[p], ctx, st.excluded, sts)
-        for p in st.plan.patients
-        if p in st.findings
-    ]
+    shown = [p for p in st.plan.patients if p in st.findings]
+    out: list[Section] = []
+    for p in shown:
+        secs = patient_sections(p, st.courses, st.findings[p], ctx, st.excluded, sts)
+        if len(shown) > 1:
+            secs = [(f"Patient {p}, {head[:1].lower()}{head[1:]}", paras) for head, paras in secs]
+        out += secs
     missing = [p for p in st.plan.patients if p not in st.findings]
     ex = [e for e in st.excluded if e.get("patient") in missing]
     if ex:
-        paras.append(cite(excluded_text(ex), [s for p in missing for s in sts.about(p)]))
-    return "\n\n".join(paras)
+        out.append(("Data", [cite(excluded_text(ex), [s for p in missing for s in sts.about(p)])]))
+    return out
+
+
+def readable_trajectory(st: Any, ctx: Contexts) -> str:
+    """The trajectory details of every planned patient, its paragraphs citing their statements."""
+    return render_sections(trajectory_sections(st, ctx))
 
 
 def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:

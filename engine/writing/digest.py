@@ -1,0 +1,181 @@
+"""The digest: what a clinician reads first, in about 30 seconds (at most about 100 words).
+
+In the order of ../shared/reference/clinical-summary-style.md: who and how much data (instruments,
+assessments, period), the headline course (the UPDRS total first -> last, each part's direction
+and whether it passed the MCID; the PDQ-8 total and Summary Index, direction only), what matters
+now (items at 3 or 4 and current red flags at the latest assessment), the pertinent negatives,
+and what the reader must not miss about the data (possibly not examined, left out at import).
+Rendered from the clinical core's judgements and citing the statements it renders; every status
+word is the core's (engine.clinical.course, engine.clinical.findings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
+from engine.clinical.findings import Findings
+from engine.clinical.series import fmt, fmt2, fmt_signed
+from engine.clinical.statements import Statement, Statements
+from engine.contexts import Contexts
+from engine.writing.citing import cite
+from engine.writing.words import cap, item_label, month_year, part, period, series_list, where
+from kb_store.profiles import DOMAINS, INSTRUMENT_WORDS, UPDRS_DOMAINS
+
+#: the digest's word budget (the style guide's "at most about 100 words")
+DIGEST_WORDS = 100
+
+
+def _pool(sts: Statements | None, patient: int, subject: str | None = None) -> list[Statement]:
+    return sts.about(patient, subject) if sts is not None else []
+
+
+def _change(sts: Statements | None, dc: DomainCourse) -> list[Statement]:
+    if sts is None:
+        return []
+    return [s for s in sts.find("change", dc.patient, dc.domain) if s.label] or _pool(
+        sts, dc.patient, dc.domain
+    )
+
+
+def _verdict(dc: DomainCourse, ctx: Contexts) -> str:
+    """A part's direction in the style guide's words."""
+    if dc.all_zero or dc.latest_suspect:
+        return "possibly not examined at the latest assessment"
+    c = dc.change
+    if c is None:
+        return ""
+    if c.mcid is None:
+        return {"worsened": "higher", "improved": "lower"}.get(c.label, "unchanged")
+    m = ctx.mcid_for(dc.profile, dc.domain)
+    ref = "the reference MCID" if m is not None and m.basis != "published" else "the MCID"
+    if c.label == "stable":
+        return f"within {ref}"
+    return f"beyond {ref} ({'worse' if c.label == 'worsened' else 'better'})"
+
+
+def _who(patient: int, ics: Sequence[InstrumentCourse]) -> str:
+    parts = []
+    for ic in ics:
+        inst = INSTRUMENT_WORDS[ic.instrument]
+        if ic.n == 1:
+            parts.append(f"{inst} once, {month_year(ic.dates[0])}")
+        else:
+            parts.append(f"{inst} {ic.n} assessments, {period(ic.dates)}")
+    return f"Patient {patient}: " + "; ".join(parts) + "."
+
+
+def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
+    out = []
+    tot = ic.domains.get("total")
+    if tot is not None and len(tot.points) > 1 and tot.change is not None:
+        span = f"{fmt(tot.first.score)} to {fmt(tot.last.score)} (change {fmt_signed(tot.change.value)})"
+        out.append("UPDRS total " + cite(span, _change(sts, tot)))
+    for d in UPDRS_DOMAINS:
+        dc = ic.domains.get(d)
+        if dc is None or len(dc.points) < 2:
+            continue
+        span = cite(f"{fmt(dc.first.score)} to {fmt(dc.last.score)}", _change(sts, dc))
+        out.append(f"{part(d)} {span}, {_verdict(dc, ctx)}")
+    return cap("; ".join(out)) + "." if out else ""
+
+
+def _pdq8(ic: InstrumentCourse, sts: Statements | None) -> str:
+    q = ic.domains.get("qol")
+    if q is None or len(q.points) < 2 or q.change is None:
+        return ""
+    si = ""
+    if q.first.visit in ic.si and q.last.visit in ic.si:
+        si = f"; Summary Index {fmt2(ic.si[q.first.visit])} SI to {fmt2(ic.si[q.last.visit])} SI"
+    word = {"worsened": "higher", "improved": "lower"}.get(q.change.label, "unchanged")
+    pool = _pool(sts, q.patient, "qol")
+    span = cite(f"{fmt(q.first.score)} to {fmt(q.last.score)}", pool)
+    return f"PDQ-8 score {span}, {word} (direction only){cite(si, pool)}."
+
+
+#: items the digest's "Now" names at most (the details list every one)
+NOW_ITEMS = 8
+
+
+def _now(fd: Findings) -> str:
+    """Items at 3 or 4 at the latest assessment, then the current red flags not among them,
+    grouped by part (the part's name narrows labels two parts share, e.g. "speech")."""
+    seen: set[str] = set()
+    by: dict[str, list[str]] = {}
+    n = 0
+    for h in sorted(fd.high, key=lambda h: (-h.value, h.label)):
+        if h.item not in seen:
+            seen.add(h.item)
+            n += 1
+            if n <= NOW_ITEMS:
+                by.setdefault(h.domain, []).append(f"{item_label(h.label)} {fmt(h.value)}")
+    for g in fd.flags:
+        if g.current and g.item not in seen and g.values:
+            seen.add(g.item)
+            onset = " (new onset)" if g.rule.endswith("new_onset") else ""
+            by.setdefault(g.domain, []).append(
+                f"{item_label(g.item_label)} {fmt(g.values[-1])}{onset}"
+            )
+    if not by:
+        return "Now: no item at 3 or 4 and no current red flag."
+    parts = [f"{part(d)}: {', '.join(by[d])}" for d in DOMAINS if d in by]
+    more = "; more items rated moderate or worse in the details" if n > NOW_ITEMS else ""
+    return "Now, " + "; ".join(parts) + more + "."
+
+
+def _negatives(fd: Findings) -> str:
+    """The red-flag items scored 0 at the latest assessment (never from one that is possibly
+    missing data: then the last assessment before it, said so)."""
+    if not fd.negatives:
+        return ""
+    words = [w for _code, w, _v in fd.negatives]
+    v = max(v for _c, _w, v in fd.negatives)
+    before = ", the last before possibly missing data" if fd.negatives_skipped.get(v) else ""
+    return f"At {where([v])}{before}, without {series_list(words)}."
+
+
+def _data(
+    patient: int, ics: Sequence[InstrumentCourse], excluded: Sequence[Mapping[str, Any]]
+) -> str:
+    out = []
+    for ic in ics:
+        inst = INSTRUMENT_WORDS[ic.instrument]
+        if ic.zero_sessions:
+            out.append(f"every {inst} item 0 at {where(ic.zero_sessions)}, possibly not examined")
+        for d, dc in ic.domains.items():
+            if dc.all_zero and d != "total":
+                out.append(f"{part(d)} 0 on every item at every assessment, possibly not examined")
+    if any(e.get("patient") == patient for e in excluded):
+        out.append("left out at data import, see the details")
+    return ("Data: " + "; ".join(out) + ".") if out else ""
+
+
+def patient_digest(
+    patient: int,
+    courses: Mapping[Any, InstrumentCourse],
+    fd: Findings,
+    ctx: Contexts,
+    sts: Statements | None = None,
+    excluded: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """One patient's digest (marked with its citations when `sts` is given)."""
+    ics = list(iter_courses(dict(courses), patient))
+    sents = [_who(patient, ics)]
+    for ic in ics:
+        sents.append(_updrs(ic, sts, ctx) if ic.instrument == "updrs" else _pdq8(ic, sts))
+    sents += [_now(fd), _negatives(fd), _data(patient, ics, excluded)]
+    return cite(" ".join(s for s in sents if s), _pool(sts, patient))
+
+
+def trajectory_digest(st: Any, ctx: Contexts) -> str:
+    """The digest of every planned patient with a course, one paragraph each."""
+    return "\n\n".join(
+        patient_digest(p, st.courses, st.findings[p], ctx, st.statements, st.excluded)
+        for p in st.plan.patients
+        if p in st.findings
+    )
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
