@@ -83,6 +83,18 @@ def parse_patients(query: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+#: "between the first and last visit", "from the first to the latest assessment", "first vs last
+#: visit": the first and the latest assessment of each instrument (baseline_vs_latest, which counts
+#: each instrument's own assessments). "first" is bare here (the noun comes after the second word),
+#: so "first 2 visits and the last visit" is not read as this (a count follows "first").
+FIRST_AND_LAST_RE = re.compile(
+    r"\b(?:first|initial|earliest)\s+(?:and|to|vs\.?|versus|against|compared\s+(?:with|to))\s+"
+    r"(?:the\s+)?(?:latest|last|most\s+recent|final|current)\s+"
+    r"(?:visits?|sessions?|assessments?|exams?|examinations?)\b",
+    re.I,
+)
+
+
 def parse_visit_filter(query: str) -> str:
     q = query.lower()
     if re.search(
@@ -90,6 +102,8 @@ def parse_visit_filter(query: str) -> str:
         r".{0,20}\b(latest|last|most\s+recent|current|final)\b",
         q,
     ):
+        return "baseline_vs_latest"
+    if FIRST_AND_LAST_RE.search(q):
         return "baseline_vs_latest"
     m = re.search(
         r"\b(first|last|latest|most\s+recent|final)\s+"
