@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.search.bm25 import BM25Index
 from engine.clinical.concepts import (
     ANCHOR_PROFILES,
     ConceptMatch,
@@ -41,9 +40,10 @@ from engine.clinical.concepts import (
     resolve_item,
     severity_anchor,
 )
+from engine.clinical.text import STOPWORDS, stem, tokens, words
+from engine.search.bm25 import BM25Index
 from engine.search.dense import cosine, unit_rows
 from engine.search.fusion import rrf
-from engine.clinical.text import STOPWORDS, stem, tokens, words
 from kb_store.documents import KBDoc, fmt_num
 
 SYSTEMS = ("bm25", "dense", "hybrid", "bm25+dense")
