@@ -302,12 +302,12 @@ def _cohort_finding(b: _Builder, cohort: Mapping[str, Any] | None) -> None:
     if not cohort:
         return
     p = cohort.get("patient")
+    # an item question's finding states the top patient's ratings (engine.clinical.item_cohort)
+    kinds = ("item",) if cohort.get("statistic") == "item" else ("rank", "mean", "max", "min")
     vals = [
         v
         for v in ledger_of(b.out)
-        if v.source == "computed"
-        and v.kind in ("rank", "mean", "max", "min")
-        and (p is None or v.patient == p)
+        if v.source == "computed" and v.kind in kinds and (p is None or v.patient == p)
     ]
     b.add(
         "cohort",

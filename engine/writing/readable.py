@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
+from engine.clinical.findings import running_label as _label
 from engine.clinical.monitor import MonitorItem, to_monitor
 from engine.clinical.series import fmt, fmt2, fmt_signed
 from engine.clinical.statements import Statements
@@ -183,18 +184,6 @@ def _domain_paragraph(dc: DomainCourse) -> str:
             + (", while the other parts did not." if dc.all_zero else " after non-zero scores.")
         )
     return text
-
-
-def _label(label: str) -> str:
-    """Item label in running text: lower case, limb words without the checker's direction words
-    ("lower extremity" would read as "lower" = improved)."""
-    return (
-        label.lower()
-        .replace("right lower extremity", "right leg")
-        .replace("left lower extremity", "left leg")
-        .replace("right upper extremity", "right arm")
-        .replace("left upper extremity", "left arm")
-    )
 
 
 def _where(vs: Sequence[int]) -> str:
