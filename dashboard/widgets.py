@@ -16,6 +16,8 @@ import streamlit as st
 
 from dashboard import services, session
 from dashboard.services import EngineHandle
+from engine.clinical.item_cohort import PREFIX, item_concepts
+from engine.clinical.item_cohort import concept_id as item_concept_id
 from engine.query_input import MAX_QUERY_CHARS, check_query
 from engine.types import Plan, Result
 from kb_store.kb_health import kb_read_errors
@@ -73,6 +75,17 @@ def join_visit_filter(kind: str, n: int) -> str:
     return kind.replace("N", str(int(n))) if "N" in kind else kind
 
 
+#: the statistic of an item question: "item:<concept>" (engine.clinical.item_cohort)
+ITEM_PREFIX = PREFIX
+
+
+def item_concept_labels(handle: EngineHandle) -> dict[str, str]:
+    """The Cohort page's item questions: the engine's red-flag rules as item concepts (id ->
+    label; engine.clinical.item_cohort), "falls" -> "falling"."""
+    rules = handle.engine.contexts.red_flags
+    return {c.id: c.label for c in item_concepts(rules).values()}
+
+
 def apply_plan(plan: Plan, patient_key: str) -> None:
     """Put a plan into this page's widget state (before the widgets are drawn)."""
     if patient_key == "patient":
@@ -81,6 +94,8 @@ def apply_plan(plan: Plan, patient_key: str) -> None:
         st.session_state["analysis"] = plan.analysis
     elif patient_key == "question":
         st.session_state["question"] = plan.query or st.session_state.get("question")
+        # an item question ("Which patients have falls?") selects its item concept
+        st.session_state["item_concept"] = item_concept_id(plan.statistic) or ""
     else:
         st.session_state[patient_key] = list(plan.patients)
     st.session_state["instruments"] = list(plan.instruments)

@@ -13,7 +13,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import cache
 
+from engine.clinical.item_cohort import PREFIX as ITEM_PREFIX
+from engine.clinical.item_cohort import detect_concept
+from engine.config import Config
+from engine.contexts import RedFlagRule, load_contexts
 from engine.llm.base import LLM, LLMRequest
 from engine.prompts import load_prompt
 from engine.query_input import MAX_ID_DIGITS, QueryInputError
@@ -83,6 +88,18 @@ def parse_patients(query: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+#: "between the first and last visit", "from the first to the latest assessment", "first vs last
+#: visit": the first and the latest assessment of each instrument (baseline_vs_latest, which counts
+#: each instrument's own assessments). "first" is bare here (the noun comes after the second word),
+#: so "first 2 visits and the last visit" is not read as this (a count follows "first").
+FIRST_AND_LAST_RE = re.compile(
+    r"\b(?:first|initial|earliest)\s+(?:and|to|vs\.?|versus|against|compared\s+(?:with|to))\s+"
+    r"(?:the\s+)?(?:latest|last|most\s+recent|final|current)\s+"
+    r"(?:visits?|sessions?|assessments?|exams?|examinations?)\b",
+    re.I,
+)
+
+
 def parse_visit_filter(query: str) -> str:
     q = query.lower()
     if re.search(
@@ -90,6 +107,8 @@ def parse_visit_filter(query: str) -> str:
         r".{0,20}\b(latest|last|most\s+recent|current|final)\b",
         q,
     ):
+        return "baseline_vs_latest"
+    if FIRST_AND_LAST_RE.search(q):
         return "baseline_vs_latest"
     m = re.search(
         r"\b(first|last|latest|most\s+recent|final)\s+"
@@ -183,8 +202,19 @@ def parse_statistic(query: str) -> str:
     return ""
 
 
-def parse_query(query: str) -> Plan:
+@cache
+def _default_red_flags() -> tuple[RedFlagRule, ...]:
+    return load_contexts(Config().contexts_dir).red_flags
+
+
+def parse_query(query: str, red_flags: Sequence[RedFlagRule] | None = None) -> Plan:
     """Rule-based plan. Patients empty = every patient in the KB (also for 'all patients').
+
+    A cohort question that names an item concept and no ranking statistic ("Which patients have
+    falls?", "Who has hallucinations now?", "Which patients have any item at 4?") is answered by
+    the item: statistic "item:<red-flag rule id>" (engine.clinical.item_cohort, with `red_flags`,
+    default the shipped contexts'); "now" / "latest" there mean the current rating, which the
+    answer reads over every assessment, so the latest-visit filter is dropped.
 
     Linear in the query's length (every pattern is; whitespace runs are collapsed first), so a
     long or adversarial text costs one pass per pattern; the CLI and the dashboard also refuse
@@ -194,6 +224,12 @@ def parse_query(query: str) -> Plan:
     vf = parse_visit_filter(text)
     analysis = parse_analysis(text, patients, vf)
     stat = parse_statistic(text) if analysis == "cohort" else ""
+    if analysis == "cohort" and not stat:
+        rules = _default_red_flags() if red_flags is None else red_flags
+        concept = detect_concept(text, rules)
+        if concept is not None:
+            stat = ITEM_PREFIX + concept
+            vf = "none" if vf == "latest_visit" else vf
     return Plan(patients, analysis, parse_instruments(text), vf, query, stat)
 
 
@@ -314,7 +350,7 @@ def plan_node(query: str, ctx: NodeContext) -> tuple[Plan, int, str]:
         note = "LLM planner" + (": output unparseable, safe default used" if default else "")
         calls = 1
     else:
-        plan, calls = parse_query(query), 0
+        plan, calls = parse_query(query, ctx.contexts.red_flags), 0
         note = "rules planner: no LLM call" + (
             " (planner=llm needs an LLM backend)" if ctx.cfg.planner == "llm" else ""
         )

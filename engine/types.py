@@ -15,6 +15,8 @@ ANALYSES: tuple[str, ...] = ("trajectory", "comparison", "cohort", "single_sessi
 INSTRUMENTS: tuple[str, ...] = ("updrs", "pdq8")
 #: cohort statistic a plan may fix ("" = chosen from the query's words)
 STATISTICS: tuple[str, ...] = ("latest", "change", "slope_visit", "slope_year", "mean")
+#: an item question's statistic: "item:<red-flag rule id>" (engine.clinical.item_cohort)
+ITEM_STATISTIC_RE = re.compile(r"^item:[a-z0-9_]+$")
 VISIT_FILTER_RE = re.compile(
     r"^(none|baseline|latest_visit|baseline_vs_latest|visit_[1-9]\d*|first_[1-9]\d*_visits|last_[1-9]\d*_visits)$"
 )
@@ -27,7 +29,8 @@ class Plan:
     instruments: tuple[str, ...] = ("updrs", "pdq8")
     visit_filter: str = "none"
     query: str = ""
-    statistic: str = ""  # cohort: latest | change | slope_visit | slope_year | mean; "" = auto
+    # cohort: latest | change | slope_visit | slope_year | mean | item:<concept>; "" = auto
+    statistic: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "patients", tuple(int(p) for p in self.patients))
@@ -41,9 +44,14 @@ class Plan:
             raise ValueError(
                 f"instruments must be a non-empty subset of updrs, pdq8, got {list(self.instruments)}"
             )
-        if self.statistic and self.statistic not in STATISTICS:
+        if (
+            self.statistic
+            and self.statistic not in STATISTICS
+            and not ITEM_STATISTIC_RE.match(self.statistic)
+        ):
             raise ValueError(
-                f"statistic must be one of {', '.join(STATISTICS)}, got {self.statistic!r}"
+                f"statistic must be one of {', '.join(STATISTICS)} or item:<concept>, "
+                f"got {self.statistic!r}"
             )
         if not VISIT_FILTER_RE.match(self.visit_filter):
             raise ValueError(
@@ -342,6 +350,8 @@ class CohortAnswer(TypedDict, total=False):
     slopes: Sequence[dict[str, Any]]
     notes: list[str]
     pdq8_ranking: Sequence[dict[str, Any]]
+    # an item question (statistic "item"): concept, threshold, counts, earlier-only rows
+    item: dict[str, Any]
 
 
 def cohort_json(cohort: CohortAnswer | None) -> dict[str, Any] | None:

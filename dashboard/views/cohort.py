@@ -1,5 +1,7 @@
 """Cohort page: the cohort question (highest / lowest burden, fastest worsening per domain, most
-stable, averages), the ranking table and every patient's slope per domain with one highlighted."""
+stable, averages) or an item question (which patients have falls, hallucinations, any item at 4:
+the plan the rules planner makes of "Which patients have falls?"), the ranking table and every
+patient's slope per domain with one highlighted."""
 
 from __future__ import annotations
 
@@ -40,6 +42,15 @@ with st.container(border=True, key="plan_box"):
         accept_new_options=True,
         help="Pick one or type your own; the cohort agent picks the statistic by keywords",
     )
+    concepts = widgets.item_concept_labels(handle)
+    item = st.selectbox(
+        "Item question (instead of the ranking)",
+        ("", *concepts),
+        format_func=lambda k: concepts.get(k, "(none: answer the cohort question)"),
+        key="item_concept",
+        help="Which patients have this item now: each patient's rating at the latest assessment "
+        "that scored it and whether it was ever at or above its red-flag threshold",
+    )
     subset = st.multiselect(
         "Restrict to patients (empty = every patient)",
         ids,
@@ -52,6 +63,7 @@ with st.container(border=True, key="plan_box"):
         format_func=lambda k: widgets.STATISTIC_LABELS[k],
         key="statistic",
         bind="query-params",
+        disabled=bool(item),
         help="What the ranking uses; 'from the question' lets the question's words decide",
     )
     instruments, visit_filter = widgets.common_widgets()
@@ -60,8 +72,8 @@ with st.container(border=True, key="plan_box"):
         "cohort",
         instruments,
         visit_filter,
-        query=question or "",
-        statistic=statistic or "",
+        query=f"Which patients have {concepts[item]}?" if item else question or "",
+        statistic=widgets.ITEM_PREFIX + item if item else statistic or "",
     )
     widgets.ask_box(handle, "cohort", ANALYSES)
 result = widgets.run_step(handle, plan, "cohort")

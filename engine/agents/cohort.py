@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.agents.final import cohort_t_patients
 from engine.agents.guard import Generation, prompt_text, with_allowed
-from engine.clinical import table_stats
+from engine.clinical import cohort_table, item_cohort, table_stats
 from engine.clinical.cohort import compute_cohort, render_cohort_facts
 from engine.clinical.findings import course_and_findings
 from engine.clinical.series import series
@@ -42,7 +42,9 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     ranked scores, slopes and extremes of engine.clinical.table_stats.answer_scope). So the final text and
     the claim check cost the same at 44 and at 10,000 patients."""
     shown = cohort_t_patients(cohort)
-    if state.cohort_frame is not None:
+    if state.cohort_frame is not None and not shown:  # an item question nobody is listed for
+        facts = []
+    elif state.cohort_frame is not None:
         plan = state.plan
         sub = Plan(tuple(sorted(shown)), plan.analysis, plan.instruments, plan.visit_filter)
         facts = fetch_facts(sub, ctx.kb)["facts"]
@@ -73,17 +75,27 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     }
 
 
-def cohort_node(state: State, ctx: NodeContext) -> dict:
-    """The cohort statistics (from the session table's selection when retrieve built one, else
-    from F), the answer's facts and ledger, then G = the text that explains mu."""
+def cohort_answer(state: State, ctx: NodeContext) -> CohortAnswer:
+    """The cohort statistics, from the session table's selection when retrieve built one, else
+    from F; an item question ("item:<concept>") by the item (engine.clinical.item_cohort)."""
+    plan = state.plan
+    if item_cohort.concept_id(plan.statistic) is not None:
+        concept = item_cohort.concept_for(plan.statistic, ctx.contexts.red_flags)
+        table = cohort_table.table_of(ctx.kb) if state.cohort_frame is not None else None
+        if table is not None:
+            return item_cohort.item_cohort_table(table, state.cohort_frame, concept)
+        return item_cohort.item_cohort_facts(state.facts, concept)
     if state.cohort_frame is not None:
-        cohort = table_stats.compute_cohort_table(
-            state.cohort_frame, state.query, state.plan.instruments, state.plan.statistic
+        return table_stats.compute_cohort_table(
+            state.cohort_frame, state.query, plan.instruments, plan.statistic
         )
-    else:
-        cohort = compute_cohort(
-            state.facts, state.query, state.plan.instruments, statistic=state.plan.statistic
-        )
+    return compute_cohort(state.facts, state.query, plan.instruments, statistic=plan.statistic)
+
+
+def cohort_node(state: State, ctx: NodeContext) -> dict:
+    """The cohort statistics, the answer's facts and ledger, then G = the text that explains
+    mu."""
+    cohort = cohort_answer(state, ctx)
     scoped = answer_facts(state, ctx, cohort)
     gen = Generation(state, ctx, scoped["ledger"], scoped["statements"])
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from itertools import takewhile
 from typing import Any, Protocol
 
+from engine.clinical.item_cohort import is_item_answer, render_item_facts
 from engine.clinical.series import Point, fmt, fmt2, fmt_signed, slope_of
 from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
@@ -380,6 +381,8 @@ def _row_value(stat: str, r: dict[str, Any], lead: bool = False) -> str:
 
 def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, str]:
     """(statistic line, ranking block) for the prompt, at the ledger's rounding."""
+    if is_item_answer(cohort):  # an item question: the listed patients and the counts
+        return render_item_facts(cohort)
     c = cohort
     if c["patient"] is None:
         stat = f"{c['label']}: {value_text(c)} across {c['n_patients']} patients"

@@ -456,3 +456,15 @@ def all_red_flags(rows: list[dict], findings: Mapping[int, Findings]) -> list[di
     }
     out = sorted([*rows, *extra], key=lambda r: (r["patient"], r["visit"], r["item"]))
     return [{**r, "current": (r["patient"], r["item"], r["visit"]) in current} for r in out]
+
+
+def running_label(label: str) -> str:
+    """Item label in running text: lower case, limb words without the checker's direction words
+    ("lower extremity" would read as "lower" = improved)."""
+    return (
+        label.lower()
+        .replace("right lower extremity", "right leg")
+        .replace("left lower extremity", "left leg")
+        .replace("right upper extremity", "right arm")
+        .replace("left upper extremity", "left arm")
+    )

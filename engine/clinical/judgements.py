@@ -307,14 +307,13 @@ def _cohort_finding(b: _Builder, cohort: Mapping[str, Any] | None) -> None:
     if not cohort:
         return
     p = cohort.get("patient")
+    # an item question's finding states the top patient's ratings (engine.clinical.item_cohort)
+    kinds = ("item",) if cohort.get("statistic") == "item" else ("rank", "mean", "max", "min")
     vals = [
         v
-        for kind in ("rank", "mean", "max", "min")
-        for vs in (b.idx.by_kind.get(kind, ()),)
-        for v in vs
-        if v.source == "computed"
-        and v.kind in ("rank", "mean", "max", "min")
-        and (p is None or v.patient == p)
+        for kind in kinds
+        for v in b.idx.by_kind.get(kind, ())
+        if v.source == "computed" and (p is None or v.patient == p)
     ]
     b.add(
         "cohort",

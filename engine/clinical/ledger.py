@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.clinical.course import course_rules, course_values
 from engine.clinical.findings import Findings, findings_values
+from engine.clinical.item_cohort import is_item_answer, item_values
 from engine.clinical.rows import rows_of
 from engine.contexts import Contexts
 from engine.types import Fact, FactValue, SeriesRow, ValueKind
@@ -252,6 +253,8 @@ def cohort_values(
     minimum: the ledger then scales with the answer, not with the cohort."""
     if not cohort:
         return []
+    if is_item_answer(cohort):  # an item question: the named patients' ratings and the counts
+        return item_values(cohort, scope)
     keep = None if scope is None else set(scope)
     slopes = cohort.get("slopes", [])
     scoped = slopes if keep is None else rows_of(slopes, keep)

@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.clinical.cohort import CHANGE_ERROR, SLOPE_ERROR, rank_cohort
 from engine.clinical.cohort_index import Selection, View
+from engine.clinical.item_cohort import is_item_answer, item_scope
 from engine.clinical.rows import LazyRows, Rows
 from engine.types import CohortAnswer
 from kb_store.profiles import TOTAL
@@ -251,7 +252,10 @@ def compute_cohort_table(
 def answer_scope(cohort: dict[str, Any]) -> list[int]:
     """The patients a cohort answer can name: the top of the ranking, the ties, the top of the
     PDQ-8 ranking and (one each) a patient at each domain's cohort maximum and minimum.
-    Bounded by those constants and the ties, never by the cohort's size."""
+    Bounded by those constants and the ties, never by the cohort's size. An item answer: the
+    patients it names (engine.clinical.item_cohort.item_scope)."""
+    if is_item_answer(cohort):
+        return item_scope(cohort)
     ps = [r["patient"] for r in cohort["ranking"][:SCOPE_RANKING]]
     ps += list(cohort.get("ties") or [])
     ps += [r["patient"] for r in (cohort.get("pdq8_ranking") or [])[:SCOPE_PDQ8]]

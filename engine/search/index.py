@@ -7,7 +7,7 @@ rankings of the sessions that pass the filters:
 - BM25 over the session document text plus the note (engine.search.bm25),
 - dense: the larger cosine of the query's vector with the session document's and the note's
   stored vectors (engine.search.dense),
-- concept: sessions whose items named by the query (engine.search.concepts) score above 0, by
+- concept: sessions whose items named by the query (engine.clinical.concepts) score above 0, by
   the sum of those items' values, each divided by the item's maximum (Falling 3 of 4 -> 0.75).
   When the query names an MDS-UPDRS severity anchor ("slight" 1, "mild" 2, "moderate" 3,
   "severe" 4), only UPDRS items at exactly that value count ("moderate sleep disturbance").
@@ -33,17 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from engine.search.bm25 import BM25Index
-from engine.search.concepts import (
+from engine.clinical.concepts import (
     ANCHOR_PROFILES,
     ConceptMatch,
     match_concepts,
     resolve_item,
     severity_anchor,
 )
+from engine.clinical.text import STOPWORDS, stem, tokens, words
+from engine.search.bm25 import BM25Index
 from engine.search.dense import cosine, unit_rows
 from engine.search.fusion import rrf
-from engine.search.text import STOPWORDS, stem, tokens, words
 from kb_store.documents import KBDoc, fmt_num
 
 SYSTEMS = ("bm25", "dense", "hybrid", "bm25+dense")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.clinical.cohort import render_cohort_facts, value_text
+from engine.clinical.item_cohort import is_item_answer, item_finding, item_lines
 from engine.clinical.monitor import MonitorItem
 from engine.clinical.series import change_phrase, fmt, score_phrase
 from engine.clinical.statements import Statements
@@ -125,8 +126,24 @@ def comparison_text(series: Series, patients: Sequence[int], sts: Statements | N
 
 def cohort_text(cohort: Mapping[str, Any], sts: Statements | None = None) -> str:
     """G: the statistic, the patient it concerns, the ranking and the cohort statistics."""
+    if is_item_answer(cohort):
+        return item_text(cohort, sts, head=_cap(item_finding(cohort)) + ".")
     stat, ranking = render_cohort_facts(dict(cohort), top_n=5)
     return cite(f"{_cap(stat)}.\n\n" + _cohort_blocks(ranking), _cohort_pool(sts))
+
+
+def item_text(cohort: Mapping[str, Any], sts: Statements | None, head: str) -> str:
+    """An item question's text: the finding, one line per listed patient (its items with visits
+    and dates, current or below the flag threshold now), the patients at or above the threshold
+    earlier only, and how many were not named. Each line is its own citation (its visits)."""
+    pool = _cohort_pool(sts)
+    now, before, more = item_lines(cohort)
+    blocks = [head] + [
+        "\n".join(cite(ln, pool) for ln in lines) for lines in (now, before) if lines
+    ]
+    if more:
+        blocks.append(" ".join(more))
+    return cite("\n\n".join(blocks), pool)
 
 
 def _cohort_pool(sts: Statements | None) -> list:
@@ -333,6 +350,8 @@ def final_text(
 ) -> str:
     """The final summary in the structure of the synthesis mode (`monitor`: the patients'
     to-monitor items, engine.clinical.monitor, for the trajectory)."""
+    if mode == "cohort" and is_item_answer(cohort):
+        return item_text(cohort, sts, head=f"Cohort finding: {item_finding(cohort)}.")  # type: ignore[arg-type]
     if mode == "cohort" and cohort is not None:
         c = cohort
         if c["patient"] is None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from engine.clinical.findings import running_label as item_label
 from kb_store.profiles import DOMAIN_WORDS
+
+__all__ = ["cap", "item_label", "month_year", "part", "period", "series_list", "where"]
 
 
 def cap(s: str) -> str:
@@ -16,18 +19,6 @@ def cap(s: str) -> str:
 def part(d: str) -> str:
     """A part's name in running text ("motor", "UPDRS total")."""
     return "UPDRS total" if d == "total" else DOMAIN_WORDS[d]
-
-
-def item_label(label: str) -> str:
-    """Item label in running text: lower case, limb words without the checker's direction words
-    ("lower extremity" would read as "lower" = improved)."""
-    return (
-        label.lower()
-        .replace("right lower extremity", "right leg")
-        .replace("left lower extremity", "left leg")
-        .replace("right upper extremity", "right arm")
-        .replace("left upper extremity", "left arm")
-    )
 
 
 def where(vs: Sequence[int]) -> str:

@@ -117,3 +117,61 @@ def test_data_page_build_records_excluded_sessions(monkeypatch, tmp_path):
     finally:
         st.cache_resource.clear()
         st.cache_data.clear()
+
+
+@pytest.mark.parametrize(
+    ("concept", "query"),
+    [
+        ("hallucinations", "Who has hallucinations now?"),
+        ("severe_item", "Which patients have any item at 4?"),
+    ],
+)
+def test_cohort_item_question_widget_builds_the_planners_plan(
+    app, handle, monkeypatch, concept, query
+):
+    """The Cohort page's item question builds the plan the rules planner makes of the words
+    (statistic item:<concept>), and the page shows the item answer: the listed patients."""
+    from engine.plan import parse_query
+
+    plans = []
+    real = handle.engine.run
+
+    def spy(plan, **kw):
+        plans.append(plan)
+        return real(plan, **kw)
+
+    monkeypatch.setattr(handle.engine, "run", spy)
+    at = app.run()
+    at.switch_page("views/cohort.py").run()
+    at.selectbox(key="item_concept").set_value(concept).run()
+    assert at.selectbox(key="statistic").disabled
+    at.button(key="run_cohort").click().run()
+    assert not at.exception, at.exception
+    want = parse_query(query, handle.engine.contexts.red_flags)
+    got = plans[-1]
+    assert (got.patients, got.analysis, got.instruments, got.visit_filter, got.statistic) == (
+        want.patients,
+        want.analysis,
+        want.instruments,
+        want.visit_filter,
+        f"item:{concept}",
+    )
+    result = handle.engine.run(got)
+    assert result.cohort["statistic"] == "item"
+    texts = _texts(at)
+    assert "at the latest assessment that scored" in texts
+    listed = {r["patient"] for r in result.cohort["ranking"]}
+    if listed:  # the ranking table lists them, with their items
+        ranking = [d.value for d in at.dataframe if "item" in map(str, d.value.columns)]
+        assert ranking and set(ranking[0]["patient"]) == listed
+    else:  # nobody at or above zero now: the patients flagged earlier are named
+        assert "at or above 2 earlier, zero now" in texts
+
+
+def test_ask_in_words_selects_the_item_question(app, handle):
+    at = app.run()
+    at.switch_page("views/cohort.py").run()
+    at.text_input(key="ask_cohort").set_value("Who has hallucinations now?").run()
+    at.button(key="parse_cohort").click().run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="item_concept").value == "hallucinations"

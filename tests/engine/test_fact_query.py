@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.agents.final import cohort_t_patients
-from engine.clinical import cohort_table, table_stats
+from engine.clinical import cohort_table, item_cohort, table_stats
 from engine.clinical.cohort import STATISTIC_FLAGS, compute_cohort
 from engine.config import Config
 from engine.grounding.guard import check_numbers
@@ -191,3 +191,37 @@ def test_ledger_and_final_text_do_not_grow_with_the_cohort(tmp_path):
         sizes[n] = (len(r.ledger), len(r.summary))
     # 9x the patients: the ledger and the text stay within the same bound, not 9x
     assert sizes[400][0] < 2 * sizes[44][0] and sizes[400][1] < 1.5 * sizes[44][1]
+
+
+def test_item_questions_agree_over_both_cohort_paths(kb):
+    """An item question ("item:<concept>", engine.clinical.item_cohort) gives the same answer
+    from Fact objects and from the session table's selection: every red-flag concept, instrument
+    set and visit filter; and the same released texts through the engine."""
+    cfg = Config.load(env={})
+    eng = Engine(cfg, kb, None)
+    table = kb.fact_table()
+    pats = tuple(kb.patient_ids())
+    concepts = item_cohort.item_concepts(eng.contexts.red_flags)
+    compared = listed = 0
+    for vf, inst in itertools.product(FILTERS, INSTRUMENTS):
+        sel, _ = cohort_table.cohort_frame(table, pats, inst, vf, all_patients=True)
+        try:
+            facts = fetch_facts(Plan(pats, "cohort", inst, vf), DocsOnlyKB(kb))["facts"]
+        except NoFactsError:
+            assert sel.empty, (vf, inst)
+            continue
+        for concept in concepts.values():
+            want = item_cohort.item_cohort_facts(facts, concept)
+            got = item_cohort.item_cohort_table(table, sel, concept)
+            assert got == want, (vf, inst, concept.id)
+            compared += 1
+            listed += len(got["ranking"])
+    assert compared > 100 and listed > 100
+    for concept in ("falls", "hallucinations", "severe_item"):
+        plan = Plan((), "cohort", query="item question", statistic=f"item:{concept}")
+        new, old = Engine(cfg, kb, None).run(plan), Engine(cfg, DocsOnlyKB(kb), None).run(plan)
+        assert new.summary == old.summary and new.cohort == old.cohort, concept
+        assert new.narratives == old.narratives
+        assert new.verification["unsupported"] == [] == old.verification["unsupported"]
+        scope = set(table_stats.answer_scope(new.cohort))
+        assert {v.patient for v in new.ledger if v.patient is not None} <= scope

@@ -67,3 +67,24 @@ def test_marag_profile_handling(engine):
     # any item at 4 is a red flag; every other row meets its rule's threshold
     assert all(x["value"] >= x["threshold"] for x in rows)
     assert {"falls", "severe_item", "hallucinations_new_onset"} <= {x["rule"] for x in rows}
+
+
+def test_first_and_last_visit_is_a_trajectory_of_two_assessments(engine):
+    """ "Between the first and last visit" plans a trajectory over each instrument's first and
+    latest assessment (patient 23: UPDRS at visits 1 and 5, PDQ-8 at visits 1 and 3)."""
+    r = engine.ask("What changed for proj id 23 between the first and last visit?")
+    assert (r.plan.patients, r.plan.analysis, r.plan.visit_filter) == (
+        (23,),
+        "trajectory",
+        "baseline_vs_latest",
+    )
+    visits = {
+        inst: sorted({f.visit for f in r.facts if f.instrument == inst})
+        for inst in ("updrs", "pdq8")
+    }
+    assert visits == {"updrs": [1, 5], "pdq8": [1, 3]}
+    assert set(r.narratives) >= {"motor", "adl", "nonmotor", "qol"} and r.summary.startswith(
+        "Patient 23."
+    )
+    assert "2 assessments from 2019-12-06 to 2020-11-21" in r.summary
+    assert r.verification["unsupported"] == []

@@ -56,6 +56,48 @@ CASES = [
     ("first two visits of proj id 8", (8,), "trajectory", B, "first_2_visits"),
     ("patient #4 visit 3 non-motor", (4,), "single_session", U, "visit_3"),
     ("Compare baseline and latest for patient 2", (2,), "trajectory", B, "baseline_vs_latest"),
+    # the first and the last visit: a trajectory over those two assessments of each instrument
+    (
+        "What changed for proj id 23 between the first and last visit?",
+        (23,),
+        "trajectory",
+        B,
+        "baseline_vs_latest",
+    ),
+    (
+        "What changed for patient 23 from the first to the last visit?",
+        (23,),
+        "trajectory",
+        B,
+        "baseline_vs_latest",
+    ),
+    ("Patient 23 first vs last visit", (23,), "trajectory", B, "baseline_vs_latest"),
+    ("patient 23: first vs. last assessments", (23,), "trajectory", B, "baseline_vs_latest"),
+    (
+        "Compare the first and latest assessment of patient 23",
+        (23,),
+        "trajectory",
+        B,
+        "baseline_vs_latest",
+    ),
+    (
+        "Motor of patient 4 from the first to the latest session",
+        (4,),
+        "trajectory",
+        U,
+        "baseline_vs_latest",
+    ),
+    (
+        "Compare patients 3 and 5 between the first and last visit",
+        (3, 5),
+        "comparison",
+        B,
+        "baseline_vs_latest",
+    ),
+    # a count after "first" is a window, not the first visit
+    ("first 2 visits and the last visit of patient 3", (3,), "trajectory", B, "first_2_visits"),
+    ("first visit of patient 4", (4,), "single_session", B, "baseline"),
+    ("last visit of patient 4", (4,), "single_session", B, "latest_visit"),
 ]
 
 

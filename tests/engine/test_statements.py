@@ -236,3 +236,53 @@ def test_every_rendered_text_is_looked_up_and_passes_the_prose_checker(
             assert oracle["passed"], (plan, agent, oracle["unsupported"][:3])
             texts += 1
     assert len(runs) >= 300 and texts >= 1000
+
+
+ITEM_QUESTIONS = (
+    "Which patients have falls?",
+    "Who has falls?",
+    "Which patients fell?",
+    "Who has hallucinations now?",
+    "Which patients have any item at 4?",
+)
+
+
+def test_item_questions_are_looked_up_with_no_unsupported_number(engines: dict[str, Any]) -> None:
+    """Cohort questions over an item (engine.clinical.item_cohort), as the rules planner plans
+    them, on both datasets: every number of every text is a value of the statements it cites
+    (the ledger values cohort_values adds: ratings with patient, visit and item; counts; the
+    threshold), coverage is full, and the prose checker passes the texts too."""
+    from engine.grounding.guard import StatementSpec, guard_text
+    from engine.grounding.verify import context_phrases
+    from engine.plan import parse_query
+
+    for name, eng in engines.items():
+        for q in ITEM_QUESTIONS:
+            plan = parse_query(q, eng.contexts.red_flags)
+            assert plan.statistic.startswith("item:"), q
+            res = eng.run(plan)
+            assert res.cohort["statistic"] == "item"
+            for agent, rec in res.verification["per_agent"].items():
+                assert rec["checked_by"] == "lookup", (name, q, agent)
+                assert rec["unsupported"] == [] and rec["coverage"] == 1.0, (name, q, agent)
+                assert rec["numbers"] > 0 and rec["released"] == "as_written"
+            for agent, text in {**res.narratives, "final": res.summary}.items():
+                spec = StatementSpec(
+                    agent=agent,
+                    flags=res.flags if agent == "final" else None,
+                    cohort=res.cohort,
+                    phrases=context_phrases(eng.contexts),
+                    coverage_min=eng.cfg.coverage_min,
+                    analysis=plan.analysis,
+                )
+                oracle = guard_text(
+                    text,
+                    res.ledger,
+                    None,
+                    lambda text=text: text,
+                    max_rounds=0,
+                    plan_patients=res.plan.patients,
+                    statements=spec,
+                    repair=False,
+                ).record
+                assert oracle["passed"], (name, q, agent, oracle["unsupported"][:3])

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from engine.cli import main
+from engine.clinical.concepts import match_concepts, severity_anchor
+from engine.clinical.text import tokens
 from engine.search import SearchFilters
-from engine.search.concepts import match_concepts, severity_anchor
 from engine.search.evaluation import QUERY_FILE, generate, marag_docs, ndcg_at, precision_at
 from engine.search.fusion import rrf
-from engine.search.text import tokens
 from kb_store.profiles import load_profile
 
 

@@ -1,4 +1,5 @@
-"""Tokens for search: lower-case words, a light suffix stemmer and English stop words.
+"""Tokens for search and the planner's item concepts: lower-case words, a light suffix stemmer and
+English stop words.
 
 One function for documents, notes, queries and concept terms, so "falls", "falling" and "fall"
 meet, as do "hallucinations" and "hallucination". Numbers are not words here: scores are matched

@@ -4,7 +4,9 @@ A query word sequence matches an item when the stemmed tokens of the item's labe
 its terms (kb_store/profiles/*.json, sources in each profile's `terms_source`) occur contiguously
 in the query's stemmed tokens. "falls" -> Falling (FALL_PROB), "orthostatic" -> Light-headedness
 on standing (LIGHT_HEADED). Matching is per profile, so one phrase can name items of the MA-RAG
-UPDRS, the MDS-UPDRS and the PDQ-8 at once.
+UPDRS, the MDS-UPDRS and the PDQ-8 at once. Here in the clinical core (below the planner) because
+both the search (engine.search) and the rules planner's item questions (engine.clinical.item_cohort)
+read it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from engine.search.text import tokens, words
+from engine.clinical.text import tokens, words
 from kb_store.profiles import load_profile, profile_names
 
 #: MDS-UPDRS item anchors (Goetz et al. 2008): 0 normal, 1 slight, 2 mild, 3 moderate, 4 severe.
