@@ -201,6 +201,9 @@ def _rules(raw: dict, w: str) -> dict[str, Any]:
     course = _need(raw, "course", w, dict)
     fw, cw = f"{w}: findings", f"{w}: course"
     _num(_need(course, "swing_min_points", cw), f"{cw}.swing_min_points")
+    for key in ("partial_blank_share", "zero_after_points"):
+        # engine.clinical.caveats: partial parts and implausible zeros
+        _num(_need(course, key, cw), f"{cw}.{key}")
     _need(_need(course, "zero_level", cw, dict), "level", f"{cw}.zero_level", str)
     _need(course, "reference_bands", cw, dict)
     findings = _need(raw, "findings", w, dict)

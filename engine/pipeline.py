@@ -154,7 +154,7 @@ class Engine:
         this recomputes every patient's facts and the full ledger, as before."""
         if result.cohort is None:
             return list(result.facts), list(result.ledger)
-        out = fetch_facts(result.plan, self.kb)
+        out = fetch_facts(result.plan, self.kb, self.contexts)
         ser = series(out["facts"], self.contexts)
         clin = course_and_findings(out["facts"], self.contexts, result.plan.patients)
         excluded = self._excluded(result.plan.patients)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from engine.clinical import cohort_table
+from engine.clinical import caveats, cohort_table
 from engine.clinical.findings import course_and_findings
 from engine.clinical.series import series
 from engine.clinical.statement_build import build_statements
 from engine.clinical.visit_filter import select_per_instrument
+from engine.contexts import Contexts
 from engine.state import NodeContext, State
 from engine.types import Fact, Plan
 from kb_store.documents import KBDoc
@@ -83,8 +84,12 @@ def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[F
     return rows, on_rows
 
 
-def fetch_facts(plan: Plan, kb: KBReader) -> dict:
-    """The state fields intent, facts, subsets, on_facts, notes of a plan."""
+def fetch_facts(plan: Plan, kb: KBReader, ctx: Contexts | None = None) -> dict:
+    """The state fields intent, facts, subsets, on_facts, notes of a plan. Each fact carries
+    its caveat (engine.clinical.caveats: partial or possibly not examined), judged over the
+    patient's whole OFF record before the visit filter (`ctx`: the run's contexts; None = the
+    shipped ones)."""
+    rule = caveats.rule_of(ctx)
     intent = INTENT_MAP.get(plan.analysis)
     if intent is None:
         raise ValueError(f"no intent for analysis {plan.analysis!r}")
@@ -99,6 +104,7 @@ def fetch_facts(plan: Plan, kb: KBReader) -> dict:
                 f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base."
             )
             continue
+        rows = caveats.mark_facts(rows, rule)
         kept_all, inst_notes = select_per_instrument(rows, plan.visit_filter)
         notes += [f"Patient {p}: {n}." for n in inst_notes]
         facts.extend(f for f in rows if (f.instrument, f.visit) in kept_all)
@@ -142,13 +148,14 @@ def retrieve_node(state: State, ctx: NodeContext) -> dict:
             plan.instruments,
             plan.visit_filter,
             all_patients=len(plan.patients) == len(known),
+            rule=caveats.rule_of(ctx.contexts),
         )
         if sel.empty:
             raise NoFactsError(
                 "no facts remain for the plan: " + (" ".join(notes) or "the KB holds no sessions")
             )
         return {"intent": INTENT_MAP["cohort"], "cohort_frame": sel, "notes": notes}
-    out = fetch_facts(state.plan, ctx.kb)
+    out = fetch_facts(state.plan, ctx.kb, ctx.contexts)
     out["series"] = series(out["facts"], ctx.contexts)
     # the whole course per instrument, item findings, and the sessions excluded at ingest for
     # the plan's patients; then every statement of the run, whose values are the ledger

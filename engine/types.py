@@ -97,9 +97,14 @@ class Fact:
     missing: int = 0  # items missing from the domain sum (partial when > 0)
     profile: str = ""
     condition: str = ""
+    #: engine.clinical.caveats: "" (read), partial, zero_session, zero_always or zero_part
+    caveat: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.caveat:
+            del d["caveat"]  # rows without a caveat read as before
+        return d
 
 
 #: Kinds of value a number in a summary may claim (the claim kinds of claim accuracy).
@@ -197,6 +202,7 @@ class SeriesRow:
     cumulative: Change | None
     doc_id: str
     instrument: str = ""
+    caveat: str = ""  # the fact's caveat (engine.clinical.caveats): no label or band from it
 
     @property
     def mcid_crossing(self) -> str | None:
@@ -214,6 +220,8 @@ class SeriesRow:
         d = asdict(self)
         d["delta"] = None if self.delta is None else asdict(self.delta)
         d["cumulative"] = None if self.cumulative is None else asdict(self.cumulative)
+        if not self.caveat:
+            del d["caveat"]  # rows without a caveat read as before
         d["mcid_crossing"] = self.mcid_crossing
         return d
 

@@ -47,7 +47,7 @@ def answer_facts(state: State, ctx: NodeContext, cohort: CohortAnswer) -> dict:
     elif state.cohort_frame is not None:
         plan = state.plan
         sub = Plan(tuple(sorted(shown)), plan.analysis, plan.instruments, plan.visit_filter)
-        facts = fetch_facts(sub, ctx.kb)["facts"]
+        facts = fetch_facts(sub, ctx.kb, ctx.contexts)["facts"]
     else:
         facts = [f for f in state.facts if f.patient in shown]
     ser = series(facts, ctx.contexts)

@@ -19,10 +19,23 @@ from engine.writing import dense
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
 
+def _unread(r: SeriesRow, prev: SeriesRow | None) -> str:
+    """Table B's change word when this row or the one it is compared with has a caveat
+    (engine.clinical.caveats): no MCID label is read from it."""
+    for row in (r, prev):
+        if row is not None and row.caveat:
+            return "partial" if row.caveat == "partial" else "possibly not examined"
+    return ""
+
+
 def build_table_b(rows: Iterable[SeriesRow]) -> list[TableBRow]:
     out: list[TableBRow] = []
+    rows = list(rows)
+    at = {(r.patient, r.domain, r.visit): r for r in rows}
     for r in rows:
         first = r.delta is None and r.score is not None and r.visit == r.ref_visit
+        prev = at.get((r.patient, r.domain, r.prev_visit)) if r.prev_visit is not None else None
+        why = _unread(r, prev if r.delta is not None else None)
         out.append(
             {
                 "patient": r.patient,
@@ -32,14 +45,18 @@ def build_table_b(rows: Iterable[SeriesRow]) -> list[TableBRow]:
                 "score": r.score,
                 "delta": None if r.delta is None else r.delta.value,
                 "from_visit": r.prev_visit,
-                "change": "baseline"
+                "change": why
+                if why
+                else "baseline"
                 if first and r.visit == 1
                 else (
                     "first selected visit"
                     if first
                     else ("missing" if r.score is None else (r.delta.label if r.delta else "n/a"))
                 ),
-                "significance": r.delta.significance if r.delta else "",
+                "significance": "no MCID label"
+                if why and r.delta
+                else (r.delta.significance if r.delta else ""),
                 "missing_items": r.missing,
             }
         )

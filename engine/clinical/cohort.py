@@ -133,10 +133,14 @@ Points = list[Point]  # (visit, ISO date, score), in visit order
 
 
 def _updrs_totals(
-    by_pd: dict[tuple[int, str], list[Fact]], patients: list[int], notes: list[str]
+    by_pd: dict[tuple[int, str], list[Fact]],
+    patients: list[int],
+    notes: list[str],
+    unread: set[tuple[int, int]],
 ) -> dict[int, Points]:
     """Per-visit UPDRS totals (only visits with all three UPDRS parts scored); a note for each
-    visit where some part is missing."""
+    visit where some part is missing. `unread` gets the (patient, visit) of the totals with a
+    part that carries a caveat (engine.clinical.caveats)."""
     totals: dict[int, Points] = defaultdict(list)
     for p in patients:
         visits: dict[int, dict[str, Fact]] = defaultdict(dict)
@@ -147,6 +151,8 @@ def _updrs_totals(
             fs = visits[v]
             if len(fs) == 3:
                 totals[p].append((v, fs["motor"].date, sum(fs[d].score for d in UPDRS_DOMAINS)))  # type: ignore[misc]
+                if any(f.caveat for f in fs.values()):
+                    unread.add((p, v))
             elif any(fs.values()):
                 notes.append(
                     f"Patient {p}, visit {v}: UPDRS total not computed "
@@ -159,6 +165,8 @@ def _domain_stats(latest: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str
     """Max / min (with the patients at them) and mean of each domain's latest scores."""
     out: dict[str, dict[str, Any]] = {}
     for dom, rows in latest.items():
+        if not rows:
+            continue
         vals = [r["value"] for r in rows]
         mx, mn = max(vals), min(vals)
         out[dom] = {
@@ -247,12 +255,21 @@ class FactSource:
 
     def __init__(self, facts: Sequence[Fact]):
         self.by_pd: dict[tuple[int, str], list[Fact]] = defaultdict(list)
+        # no statistic or rank from a partial or possibly-not-examined score
+        # (engine.clinical.caveats; the session table's cohort index leaves out the same):
+        # slopes and changes run over the other scores, and a patient whose latest score has
+        # a caveat has no latest value (no fall back to an earlier one)
+        self.unread: set[tuple[int, int, str]] = set()
         for f in facts:
             if f.score is not None:
                 self.by_pd[(f.patient, f.domain)].append(f)
+                if f.caveat:
+                    self.unread.add((f.patient, f.visit, f.domain))
         self.patients = sorted({f.patient for f in facts})
         self.notes: list[str] = []
-        self.totals = _updrs_totals(self.by_pd, self.patients, self.notes)
+        unread_totals: set[tuple[int, int]] = set()
+        self.totals = _updrs_totals(self.by_pd, self.patients, self.notes, unread_totals)
+        self.unread |= {(p, v, TOTAL) for p, v in unread_totals}
         self.domains = [d for d in DOMAINS if any(self.by_pd.get((p, d)) for p in self.patients)]
         if any(self.totals.values()):
             self.domains.append(TOTAL)
@@ -260,21 +277,29 @@ class FactSource:
         self.latest: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for dom in self.domains:
             for p in self.patients:
+                every = self.points(p, dom, readable=False)
+                if every and (p, every[-1][0], dom) not in self.unread:
+                    v, d, s = every[-1]
+                    self.latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
                 pts = self.points(p, dom)
                 if pts:
-                    v, d, s = pts[-1]
-                    self.latest[dom].append({"patient": p, "value": s, "visit": v, "date": d})
                     self.slopes.append(slope_of(p, dom, pts).to_dict())
         self.domain_stats = _domain_stats(self.latest)
         self.n_patients = len(self.patients)
 
-    def points(self, p: int, dom: str) -> Points:
+    def points(self, p: int, dom: str, readable: bool = True) -> Points:
+        """The patient's scored points of `dom` in visit order; `readable`: without those
+        that carry a caveat."""
         if dom == TOTAL:
-            return self.totals.get(p, [])
-        return sorted(
-            ((f.visit, f.date, float(f.score)) for f in self.by_pd.get((p, dom), [])),  # type: ignore[arg-type]
-            key=lambda t: t[0],
-        )
+            pts = self.totals.get(p, [])
+        else:
+            pts = sorted(
+                ((f.visit, f.date, float(f.score)) for f in self.by_pd.get((p, dom), [])),  # type: ignore[arg-type]
+                key=lambda t: t[0],
+            )
+        if readable:
+            pts = [t for t in pts if (p, t[0], dom) not in self.unread]
+        return pts
 
     def latest_ranking(self, domain: str, descending: bool) -> list[dict[str, Any]]:
         return _ranked([dict(r) for r in self.latest[domain]], "value", descending)

@@ -43,6 +43,7 @@ class Points:
     score: np.ndarray
     day: np.ndarray
     date: np.ndarray
+    unread: np.ndarray  # the score carries a caveat (engine.clinical.caveats)
 
 
 def ranks(proj: np.ndarray, visit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -59,7 +60,9 @@ def ranks(proj: np.ndarray, visit: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 class CohortIndex:
     """Plan-independent arrays of one session table (see the module docstring)."""
 
-    def __init__(self, a: dict[str, np.ndarray]):
+    def __init__(self, a: dict[str, np.ndarray], caveat: dict[str, np.ndarray] | None = None):
+        """`caveat`: per domain and row, engine.clinical.caveats' code; rows with one are no
+        points (no statistic or rank is read from a partial or possibly-not-examined score)."""
         self.a = a
         proj, visit = a["proj_id"], a["visit"]
         self.patients, self.pid = np.unique(proj, return_inverse=True)
@@ -82,8 +85,10 @@ class CohortIndex:
             s = a[f"score_{dom}"]
             rows = np.flatnonzero(a[f"has_{dom}"] & ~np.isnan(s))
             rows = rows[np.lexsort((visit[rows], proj[rows]))]
+            code = caveat.get(dom) if caveat is not None else None
+            unread = code[rows] != 0 if code is not None else np.zeros(len(rows), dtype=bool)
             self.points[dom] = Points(
-                rows, proj[rows], visit[rows], s[rows], a["day"][rows], a["date"][rows]
+                rows, proj[rows], visit[rows], s[rows], a["day"][rows], a["date"][rows], unread
             )
         ups = [self.points[d] for d in UPDRS_DOMAINS if d in self.points]
         keys = np.concatenate([p.pat * KEY + p.vis for p in ups]) if ups else np.array([], int)
@@ -117,6 +122,7 @@ class View:
     y: np.ndarray
     src: Points
     pos: np.ndarray
+    unread: np.ndarray | None = None  # per point: carries a caveat (views of every score)
 
     def __len__(self) -> int:
         return len(self.pat)
@@ -167,31 +173,45 @@ class Selection:
         return int(self.index.has_patient(self.kept & self.index.scored).sum())
 
     def view(self, dom: str) -> View | None:
-        if dom not in self._views:
+        """The kept points of `dom` without a caveat (slopes, changes)."""
+        return self._view(dom, True)
+
+    def view_all(self, dom: str) -> View | None:
+        """Every kept point of `dom`, with `unread` (latest values: a patient whose latest
+        score carries a caveat has none)."""
+        return self._view(dom, False)
+
+    def _view(self, dom: str, readable: bool) -> View | None:
+        key = dom if readable else f"all:{dom}"
+        if key not in self._views:
             src = self.index.points.get(dom)
             v = None
             if src is not None:
-                pos = np.flatnonzero(self.kept[src.row])
-                v = View(src.pat[pos], src.vis[pos], src.score[pos], src, pos)
-            self._views[dom] = v if v is not None and len(v) else None
-        return self._views[dom]
+                keep = self.kept[src.row] & (~src.unread if readable else True)
+                pos = np.flatnonzero(keep)
+                v = View(src.pat[pos], src.vis[pos], src.score[pos], src, pos, src.unread[pos])
+            self._views[key] = v if v is not None and len(v) else None
+        return self._views[key]
 
     @cached_property
     def totals(self) -> tuple[View | None, list[str]]:
         """(the UPDRS total of every kept visit with all three parts scored, summed I + II + III
-        and dated by the motor exam; notes for the visits with one or two parts)."""
+        and dated by the motor exam, `unread` where a part carries a caveat; notes for the
+        visits with one or two parts)."""
         ix = self.index
         k = len(ix.keys)
         present = np.zeros(k, dtype=bool)
         cols: dict[str, np.ndarray] = {}
         motor_at = np.full(k, -1, dtype=np.int64)
+        unread = np.zeros(k, dtype=bool)
         for d in UPDRS_DOMAINS:
             col = np.full(k, np.nan)
-            v = self.view(d)
+            v = self.view_all(d)
             if v is not None:
                 kid = ix.key_of[d][v.pos]
                 col[kid] = v.y
                 present[kid] = True
+                unread[kid] |= v.unread  # type: ignore[arg-type]
                 if d == "motor":
                     motor_at[kid] = v.pos
             cols[d] = col
@@ -209,7 +229,8 @@ class Selection:
             return None, notes
         t_pat, t_vis = np.divmod(ix.keys[full], KEY)
         t_val = (0 + cols["nonmotor"][full]) + cols["adl"][full] + cols["motor"][full]
-        return View(t_pat, t_vis, t_val, ix.points["motor"], motor_at[full]), notes
+        src = ix.points["motor"]
+        return View(t_pat, t_vis, t_val, src, motor_at[full], unread[full]), notes
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.clinical.caveats import CaveatRule, caveat_codes, rule_of
 from engine.clinical.cohort_index import CohortIndex, Selection, select
 from engine.types import Fact
 from kb_store.fact_table import FactTable
@@ -137,21 +138,59 @@ def _arrays(table: FactTable) -> dict[str, np.ndarray]:
             .astype("datetime64[D]")
             .astype(np.int64),
             "on": df["condition"].str.upper().eq("ON").to_numpy(),
+            "profile": df["profile"].to_numpy(dtype=object),
         }
         for dom in DOMAINS:
             if f"missing_{dom}" in df.columns:
                 arr[f"has_{dom}"] = df[f"missing_{dom}"].notna().to_numpy()
                 arr[f"score_{dom}"] = df[f"score_{dom}"].to_numpy(dtype=float)
+                arr[f"missing_{dom}"] = df[f"missing_{dom}"].fillna(0).to_numpy(dtype=float)
         table.__dict__["_arrays"] = arr
     return arr
 
 
-def cohort_index(table: FactTable) -> CohortIndex:
-    """The table's cohort index (engine.clinical.cohort_index), built once per table object: a
-    new KB generation is a new table, so it never outlives its rows."""
-    ix = table.__dict__.get("_cohort_index")
+def _caveat_codes(a: dict[str, np.ndarray], rule: CaveatRule) -> dict[str, np.ndarray]:
+    """Per domain and table row, the caveat code of engine.clinical.caveats (the rule the
+    per-patient facts get in engine.retrieve.fetch_facts), judged over each patient's OFF
+    sessions of each instrument in visit order; 0 on ON rows."""
+    off = np.flatnonzero(~a["on"])
+    _, inst = np.unique(a["instrument"][off].astype(str), return_inverse=True)
+    order = np.lexsort((a["visit"][off], inst, a["proj_id"][off]))
+    rows = off[order]
+    key = a["proj_id"][rows] * KEY_INST + inst[order]
+    gid = np.cumsum(np.r_[True, key[1:] != key[:-1]]) - 1 if len(rows) else np.array([], np.int64)
+    doms = [d for d in DOMAINS if f"has_{d}" in a]
+    n_of = {
+        (prof, d): len(_codes(prof, d)) if d in load_profile(prof).domains else 0
+        for prof in set(a["profile"].tolist())
+        for d in doms
+    }
+    scores = {d: np.where(a[f"has_{d}"][rows], a[f"score_{d}"][rows], np.nan) for d in doms}
+    missing = {d: a[f"missing_{d}"][rows] for d in doms}
+    profs = a["profile"][rows]
+    n_items = {d: np.array([n_of[(p, d)] for p in profs.tolist()], dtype=float) for d in doms}
+    codes = caveat_codes(gid, scores, missing, n_items, rule)
+    out = {}
+    for d in doms:
+        full = np.zeros(len(a["proj_id"]), dtype=np.int8)
+        full[rows] = codes[d]
+        out[d] = full
+    return out
+
+
+KEY_INST = 16  # (patient, instrument) key = patient * KEY_INST + instrument code
+
+
+def cohort_index(table: FactTable, rule: CaveatRule | None = None) -> CohortIndex:
+    """The table's cohort index (engine.clinical.cohort_index), built once per table object and
+    caveat rule: a new KB generation is a new table, so it never outlives its rows. Part scores
+    with a caveat (partial, possibly not examined) are left out of its points."""
+    rule = rule or rule_of(None)
+    cache = table.__dict__.setdefault("_cohort_index", {})
+    ix = cache.get(rule)
     if ix is None:
-        ix = table.__dict__["_cohort_index"] = CohortIndex(_arrays(table))
+        a = _arrays(table)
+        ix = cache[rule] = CohortIndex(a, _caveat_codes(a, rule))
     return ix
 
 
@@ -161,9 +200,10 @@ def cohort_frame(
     instruments: Sequence[str],
     visit_filter: str,
     all_patients: bool = False,
+    rule: CaveatRule | None = None,
 ) -> tuple[Selection, list[str]]:
     """(the selection of the facts the retrieve node would keep, its notes): OFF/untreated
     sessions of `patients` and `instruments` that the visit filter keeps (engine.retrieve:
     baseline, latest and first/last N count each instrument's own assessments; visit_N is the
     shared index), over the table's cohort index. Notes are the retrieve node's, in its order."""
-    return select(cohort_index(table), patients, instruments, visit_filter, all_patients)
+    return select(cohort_index(table, rule), patients, instruments, visit_filter, all_patients)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clinical.bands import band_of, course_rules
+from engine.clinical.caveats import ZEROS
 from engine.clinical.series import classify, slope_of
 from engine.contexts import Contexts, Mcid
 from engine.types import Change, Fact, FactValue
@@ -58,6 +59,13 @@ class DomainCourse:
     zero_suspect: list[int] = field(default_factory=list)  # visits at 0 after a non-zero course
     all_zero: bool = False  # every item 0 at every (>= 2) assessment while other parts were not
     latest_suspect: bool = False  # the latest score is possibly missing data: no band is given
+    partial: dict[int, tuple[int, int]] = field(default_factory=dict)  # visit -> (blank, items)
+    slope_basis: int = 0  # > 0: the slope leaves out scores with a caveat, over this many
+
+    @property
+    def unread_ends(self) -> bool:
+        """The first or latest score is partial: no MCID label is read from the change."""
+        return self.first.visit in self.partial or self.last.visit in self.partial
 
     @property
     def first(self) -> Point:
@@ -160,63 +168,76 @@ def compute_courses(
             if tot:
                 ic.domains["total"] = _domain_course(p, "total", profile, tot, ctx, rules)
         if inst == "pdq8":
-            ic.si = {pt.visit: round(pt.score / 32 * 100, 2) for pt in per_dom.get("qol", [])}
+            # the Summary Index (100 x sum / 32, Jenkinson et al. 1997) needs all 8 items:
+            # no pro-rating rule is on file, so a session with a blank item has none
+            full = {f.visit for f in fs if f.domain == "qol" and f.missing == 0}
+            ic.si = {
+                pt.visit: round(pt.score / 32 * 100, 2)
+                for pt in per_dom.get("qol", [])
+                if pt.visit in full
+            }
         _mark_zeros(ic, fs)
         out[(p, inst)] = ic
     return out
 
 
-def _mark_zero_visits(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
-    """Sessions whose items are all 0, and domains at 0 on every item, after a non-zero course."""
-    seen_nonzero: dict[str, bool] = defaultdict(bool)
-    for v in ic.visits:
-        vf = [f for f in fs if f.visit == v]
-        all_zero_session = all(
-            f.items and all(x == 0 for x in f.items.values() if x is not None) for f in vf
-        ) and any(x is not None for f in vf for x in f.items.values())
-        if all_zero_session and any(seen_nonzero.values()):
-            ic.zero_sessions.append(v)
-        for f in vf:
-            vals = [x for x in f.items.values() if x is not None]
-            if not vals:
-                continue
-            if all(x == 0 for x in vals) and seen_nonzero[f.domain] and f.domain in ic.domains:
-                ic.domains[f.domain].zero_suspect.append(v)
-            if any(x != 0 for x in vals):
-                seen_nonzero[f.domain] = True
-
-
-def _mark_all_zero_parts(ic: InstrumentCourse, parts: Sequence[str]) -> None:
-    """A part at 0 at every (>= 2) assessment while another part was not: e.g. three motor
-    examinations in a row at 0 while Parts I-II were not (not examined?)."""
-    for d in parts:
-        dc = ic.domains[d]
-        others = [ic.domains[o] for o in parts if o != d]
-        if (
-            len(dc.points) >= 2
-            and all(p.score == 0 for p in dc.points)
-            and any(p.score for o in others for p in o.points)
-        ):
-            dc.all_zero = True
-            dc.zero_suspect = [p.visit for p in dc.points]
+def _mark_caveats(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
+    """Partial part scores and implausible zeros, as engine.clinical.caveats judged them over the
+    patient's whole record (the facts carry them): a zero session, a part at 0 after an earlier
+    score of at least the rule's points, a part at 0 at every assessment while another part was
+    not, a part with more than the rule's share of its items blank."""
+    by_visit: dict[int, list[Fact]] = defaultdict(list)
+    for f in fs:
+        if f.score is not None:
+            by_visit[f.visit].append(f)
+    ic.zero_sessions = [
+        v for v in ic.visits if by_visit[v] and all(f.caveat == "zero_session" for f in by_visit[v])
+    ]
+    for f in sorted(fs, key=lambda f: f.visit):
+        dc = ic.domains.get(f.domain)
+        if dc is None or f.score is None:
+            continue
+        if f.caveat in ZEROS:
+            dc.zero_suspect.append(f.visit)
+        elif f.caveat == "partial":
+            dc.partial[f.visit] = (f.missing, len(f.items))
+    for dc in ic.domains.values():
+        fd = [f for f in fs if f.domain == dc.domain and f.score is not None]
+        dc.all_zero = len(fd) >= 2 and all(f.caveat == "zero_always" for f in fd)
 
 
 def _mark_zeros(ic: InstrumentCourse, fs: Sequence[Fact]) -> None:
-    """Sessions and domains at 0 on every item after a non-zero course (possibly missing data)."""
-    _mark_zero_visits(ic, fs)
+    """The caveats of the course (`_mark_caveats`), then what they withhold: no band at a latest
+    score with a caveat, no MCID label from a change to or from one (the text says why), and the
+    slope over the assessments without one (engine.clinical.caveats)."""
+    _mark_caveats(ic, fs)
     parts = [d for d in ic.domains if d not in ("total", "qol")]
-    _mark_all_zero_parts(ic, parts)
     if "total" in ic.domains:
         tot = ic.domains["total"]
         suspect = set(ic.zero_sessions)
+        partial: dict[int, tuple[int, int]] = {}
         for d in parts:
             suspect |= set(ic.domains[d].zero_suspect)
+            partial |= ic.domains[d].partial
         tot.zero_suspect = sorted(v for v in suspect if v in {p.visit for p in tot.points})
+        tot.partial = {v: partial[v] for v in sorted(partial) if v in {p.visit for p in tot.points}}
     for d, dc in ic.domains.items():
         if dc.last.visit in dc.zero_suspect or (d != "total" and ic.is_suspect(d, dc.last.visit)):
             # a suspect zero is no severity: the caveat replaces the band word
             dc.latest_suspect = True
             dc.band, dc.band_basis = None, ""
+        if dc.last.visit in dc.partial:
+            dc.band, dc.band_basis = None, ""
+        unread = set(dc.zero_suspect) | set(dc.partial)
+        if d != "total":
+            unread |= set(ic.zero_sessions)
+        if unread & {p.visit for p in dc.points}:
+            read = [p for p in dc.points if p.visit not in unread]
+            dc.slope_visit = dc.slope_year = None
+            if len(read) >= 2:
+                sl = slope_of(ic.patient, d, [(p.visit, p.date, p.score) for p in read])
+                dc.slope_visit, dc.slope_year = sl.slope, sl.slope_year
+            dc.slope_basis = len(read)
 
 
 def course_values(courses: dict[tuple[int, str], InstrumentCourse]) -> list[FactValue]:
@@ -324,6 +345,11 @@ def courses_json(courses: dict[tuple[int, str], InstrumentCourse]) -> list[dict[
                 "zero_suspect": dc.zero_suspect,
                 "all_zero": dc.all_zero,
                 "latest_suspect": dc.latest_suspect,
+                **(
+                    {"partial": {str(v): list(m) for v, m in dc.partial.items()}}
+                    if dc.partial
+                    else {}
+                ),
             }
         out.append(
             {

@@ -110,6 +110,8 @@ class _Builder:
 
 
 def _change_label(dc: DomainCourse) -> str:
+    if dc.unread_ends:
+        return "partial"  # no MCID label from a partial score (engine.clinical.caveats)
     if dc.all_zero or dc.latest_suspect:
         return "possible missing data"
     return dc.change.label if dc.change else ""
@@ -157,7 +159,8 @@ def _course(b: _Builder, ic: InstrumentCourse, dc: DomainCourse) -> None:
         b.add("trend", p, d, vis, "slope", slopes)
     if ic.instrument == "pdq8" and d == "qol":
         si = [x for v in vis for x in b.idx.get("pdq8_si", p, v, d)]
-        b.add("score", p, d, vis, "PDQ-8 Summary Index", si)
+        if si:  # none where an item is blank: the index needs all 8 items
+            b.add("score", p, d, vis, "PDQ-8 Summary Index", si)
 
 
 def _flag(b: _Builder, gs: Sequence[FlagGroup]) -> None:

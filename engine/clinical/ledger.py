@@ -62,7 +62,8 @@ def fact_values(facts: Iterable[Fact]) -> list[FactValue]:
                     source=f.doc_id,
                 )
             )
-            if f.profile == "pdq8" and f.domain == "qol":
+            if f.profile == "pdq8" and f.domain == "qol" and f.missing == 0:
+                # the Summary Index needs all 8 items (no pro-rating rule on file)
                 out.append(
                     FactValue.make(
                         "pdq8_si",

@@ -37,7 +37,7 @@ def domain_reasons(dc: DomainCourse) -> tuple[str, ...]:
     why = []
     if dc.band in ("moderate", "severe"):
         why.append(f"{dc.band} band")
-    if dc.change is not None and dc.change.value > 0 and not dc.zero_suspect:
+    if dc.change is not None and dc.change.value > 0 and not dc.zero_suspect and not dc.unread_ends:
         if dc.change.label == "worsened":
             why.append("worsened beyond its MCID" if dc.change.mcid else "rose overall")
         elif dc.domain == "total":
@@ -46,6 +46,8 @@ def domain_reasons(dc: DomainCourse) -> tuple[str, ...]:
         why.append("fluctuating")
     if dc.zero_suspect:
         why.append("possible missing data")
+    if dc.last.visit in dc.partial:
+        why.append("partial")
     return tuple(why)
 
 

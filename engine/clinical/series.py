@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from engine.clinical.bands import band_of, course_rules
+from engine.clinical.caveats import caveat_phrase
 from engine.contexts import Contexts, Mcid
 from engine.types import Change, Fact, SeriesRow, Slope
 from kb_store.documents import fmt_num
@@ -88,13 +89,14 @@ def series(facts: Iterable[Fact], ctx: Contexts) -> Series:
                     f.profile,
                     f.score,
                     f.missing,
-                    _band(ctx, f.profile, f.domain, f.score),
+                    None if f.caveat else _band(ctx, f.profile, f.domain, f.score),
                     prev.visit if prev and delta else None,
                     delta,
                     ref.visit if ref else f.visit,
                     cum,
                     f.doc_id,
                     f.instrument,
+                    f.caveat,
                 )
             )
             if f.score is not None:
@@ -118,19 +120,44 @@ def score_phrase(r: SeriesRow) -> str:
     extra = []
     if r.severity:
         extra.append(r.severity)
-    if r.missing:
+    if r.caveat:
+        extra.append(caveat_phrase(r.caveat, r.missing))
+    elif r.missing:
         extra.append(f"partial: {r.missing} item(s) missing")
     return s + (f" ({', '.join(extra)})" if extra else "")
 
 
-def change_phrase(r: SeriesRow) -> str:
-    """'+2 from visit 2 (stable; below MCID 4.63), +5 from baseline (worsened; at or above MCID 4.63)'."""
+def change_phrase(r: SeriesRow, ref: SeriesRow | None = None) -> str:
+    """'+2 from visit 2 (stable; below MCID 4.63), +5 from baseline (worsened; at or above MCID 4.63)'.
+    A change to or from a score with a caveat (engine.clinical.caveats; `ref` = the reference
+    visit's row) gets no MCID label: the caveat says why."""
+    why = unread_phrase(r, ref)
+    if why:
+        c = r.cumulative
+        return f"{fmt_signed(c.value)} from {r.ref_word} ({why})" if c is not None else ""
     parts = []
     if r.delta is not None and r.prev_visit is not None and r.prev_visit != r.ref_visit:
         parts.append(f"{fmt_signed(r.delta.value)} from visit {r.prev_visit} ({r.delta.text()})")
     if r.cumulative is not None:
         parts.append(f"{fmt_signed(r.cumulative.value)} from {r.ref_word} ({r.cumulative.text()})")
     return ", ".join(parts)
+
+
+def unread_phrase(r: SeriesRow, ref: SeriesRow | None = None) -> str:
+    """Why no change is read between `ref` and `r` ("" when both are read)."""
+    for row in (r, ref):
+        if row is not None and row.caveat == "partial":
+            return (
+                f"partial at visit {row.visit}: {row.missing} item(s) missing, no MCID label "
+                "from it"
+            )
+    for row in (r, ref):
+        if row is not None and row.caveat:
+            return (
+                f"every item 0 at visit {row.visit}: possibly not examined or missing data, "
+                "not improvement; no MCID label"
+            )
+    return ""
 
 
 def least_squares_slope(xs: list[float], ys: list[float]) -> float | None:

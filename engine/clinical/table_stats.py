@@ -135,32 +135,66 @@ def _concat(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
+def _readable(v: View) -> View | None:
+    """The points of `v` without a caveat (None when none is left)."""
+    if v.unread is None or not v.unread.any():
+        return v
+    m = ~v.unread
+    if not m.any():
+        return None
+    return View(v.pat[m], v.vis[m], v.y[m], v.src, v.pos[m], v.unread[m])
+
+
+def _latest_read(v: View) -> np.ndarray:
+    """Positions of each patient's latest point of `v` that carries no caveat; a patient whose
+    latest point carries one is left out."""
+    last = v.last
+    return last if v.unread is None else last[~v.unread[last]]
+
+
 class TableSource:
     """What rank_cohort reads, from a selection: domains, per-domain statistics, notes, the
     slopes (computed when read) and the rankings (as columns)."""
 
     def __init__(self, sel: Selection):
+        # `views`: the points without a caveat (slopes, changes); `every`: all scored points
+        # (latest values: a patient whose latest score carries a caveat has none), as
+        # engine.clinical.cohort.FactSource reads Fact objects
         self.views: dict[str, View] = {}
+        self.every: dict[str, View] = {}
         for d in ("motor", "adl", "nonmotor", "qol"):
-            v = sel.view(d)
+            v, va = sel.view(d), sel.view_all(d)
+            if va is not None:
+                self.every[d] = va
             if v is not None:
                 self.views[d] = v
         total, notes = sel.totals
         if total is not None:
-            self.views[TOTAL] = total
+            self.every[TOTAL] = total
+            read = _readable(total)
+            if read is not None:
+                self.views[TOTAL] = read
         self.notes: list[str] = list(notes)
-        self.domains = list(self.views)
+        self.domains = list(self.every)
         self.n_patients = sel.n_patients
-        self.domain_stats = {d: self._stats(v) for d, v in self.views.items()}
+        self.domain_stats = {}
+        for d, va in self.every.items():
+            st = self._stats(va)
+            if st is not None:
+                self.domain_stats[d] = st
         self._slope_cols: dict[str, dict[str, np.ndarray]] = {}
         self.slopes = LazyRows(
             sum(len(v.start) for v in self.views.values()), self._all_slopes, self._slopes_of
         )
 
     @staticmethod
-    def _stats(v: View) -> dict[str, Any]:
-        """Max, min, mean and who over each patient's latest scored visit."""
-        vals, pats = v.y[v.last], v.g_pat
+    def _stats(v: View) -> dict[str, Any] | None:
+        """Max, min, mean and who over each patient's latest scored visit (None: every latest
+        score carries a caveat)."""
+        at = _latest_read(v)
+        if not len(at):
+            return None
+        vals, pats = v.y[at], v.pat[at]
         mx, mn = float(vals.max()), float(vals.min())
         return {
             "max": mx,
@@ -178,7 +212,7 @@ class TableSource:
         return cols
 
     def _all_slopes(self) -> Rows:
-        return Rows(_concat([self.domain_slopes(d) for d in self.domains]), SLOPE_NULLABLE)
+        return Rows(_concat([self.domain_slopes(d) for d in self.views]), SLOPE_NULLABLE)
 
     def _slopes_of(self, patients: Collection[int]) -> list[dict[str, Any]]:
         """The slope rows of `patients` (domain order, then patient), computed for them only
@@ -203,12 +237,15 @@ class TableSource:
         return Rows(_concat(parts), SLOPE_NULLABLE).to_list()
 
     def latest_ranking(self, domain: str, descending: bool) -> Rows:
-        v = self.views[domain]
-        cols = {"patient": v.g_pat, "value": v.y[v.last], "visit": v.vis[v.last]}
-        return _ranked({**cols, "date": v.date(v.last)}, "value", descending)
+        v = self.every[domain]
+        at = _latest_read(v)
+        cols = {"patient": v.pat[at], "value": v.y[at], "visit": v.vis[at]}
+        return _ranked({**cols, "date": v.date(at)}, "value", descending)
 
     def change_ranking(self, statistic: str, domain: str) -> Rows:
-        v = self.views[domain]
+        v = self.views.get(domain)
+        if v is None:
+            raise ValueError(CHANGE_ERROR)
         two = v.counts >= 2
         if not two.any():
             raise ValueError(CHANGE_ERROR)
@@ -223,6 +260,8 @@ class TableSource:
         return _ranked(cols, "value", descending=statistic == "largest_change")
 
     def slope_ranking(self, statistic: str, domain: str) -> Rows:
+        if domain not in self.views:
+            raise ValueError(SLOPE_ERROR)
         sl = self.domain_slopes(domain)
         key = "slope_year" if statistic.endswith("_year") else "slope"
         ok = ~np.isnan(sl[key])

@@ -14,7 +14,7 @@ from typing import Any
 from engine.clinical.cohort import render_cohort_facts, value_text
 from engine.clinical.item_cohort import is_item_answer, item_finding, item_lines
 from engine.clinical.monitor import MonitorItem
-from engine.clinical.series import change_phrase, fmt, score_phrase
+from engine.clinical.series import change_phrase, fmt, fmt_signed, score_phrase, unread_phrase
 from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.types import Fact, SeriesRow
@@ -93,11 +93,12 @@ def comparison_text(series: Series, patients: Sequence[int], sts: Statements | N
                 )
                 continue
             c = last.cumulative
-            latest_label.setdefault(dom, {})[p] = c.label if c else "n/a"
+            if not unread_phrase(last, first):
+                # no label from a partial or possibly-not-examined score: not a discordance
+                latest_label.setdefault(dom, {})[p] = c.label if c else "n/a"
             parts.append(
                 f"patient {p} went from {fmt(first.score)} at visit {first.visit} ({first.date}) "
-                f"to {fmt(last.score)} at visit {last.visit} ({last.date}), "
-                f"{change_phrase(last).split(', ')[-1]}"
+                f"to {fmt(last.score)} at visit {last.visit} ({last.date}), {_overall(first, last)}"
             )
         if parts:
             pool = [x for p in patients for x in _about(sts, p, dom)]
@@ -122,6 +123,47 @@ def comparison_text(series: Series, patients: Sequence[int], sts: Statements | N
             "No discordance: the patients' overall changes carry the same label in every domain."
         )
     return "\n\n".join(paras)
+
+
+def partial_direction(dc: Any) -> str:
+    """The direction words of a course whose first or latest score is partial
+    (engine.clinical.caveats): no MCID label, band or trend is read from it."""
+    latest = dc.last.visit in dc.partial
+    when = "the latest" if latest else "the first"
+    if dc.domain == "total":
+        return f"parts partial at {when} assessment, so the total is not read as a change"
+    blank, _ = dc.partial[dc.last.visit if latest else dc.first.visit]
+    return (
+        f"partial at {when} assessment ({blank} item(s) missing): no MCID label, band or "
+        "trend from it"
+    )
+
+
+def si_sentences(si: Mapping[int, float], visits: Sequence[int], where: Any) -> list[str]:
+    """The PDQ-8 Summary Index at `visits` (100 x sum / 32, Jenkinson et al. 1997), and where
+    it is not given: the index needs every item scored (no pro-rating rule is on file)."""
+    out = []
+    have = [v for v in visits if v in si]
+    if have:
+        out.append(
+            "PDQ-8 Summary Index " + "; ".join(f"at visit {v}, {si[v]:.2f} SI" for v in have) + "."
+        )
+    no_si = [v for v in visits if v not in si]
+    if no_si:
+        out.append(
+            f"No PDQ-8 Summary Index at {where(no_si)}: items were left blank, and the index "
+            "needs every item scored."
+        )
+    return out
+
+
+def _overall(first: SeriesRow, last: SeriesRow) -> str:
+    """The change first -> last with its MCID label, or with the caveat that withholds it."""
+    why = unread_phrase(last, first)
+    c = last.cumulative
+    if why and c is not None:
+        return f"{fmt_signed(c.value)} from {last.ref_word} ({why})"
+    return change_phrase(last).split(", ")[-1]
 
 
 def cohort_text(cohort: Mapping[str, Any], sts: Statements | None = None) -> str:
@@ -177,7 +219,7 @@ def _progress_line(rs: Sequence[SeriesRow]) -> str:
     c = last.cumulative
     return (
         f"{word}: {start}; visit {last.visit} ({last.date}) {fmt(last.score)}, "
-        f"{change_phrase(last).split(', ')[-1]}"
+        f"{_overall(first, last)}"
         if c
         else f"{word}: visit {last.visit} {fmt(last.score)}"
     )

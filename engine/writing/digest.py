@@ -43,6 +43,9 @@ def _verdict(dc: DomainCourse, ctx: Contexts) -> str:
     """A part's direction in the style guide's words."""
     if dc.all_zero or dc.latest_suspect:
         return "possibly not examined at the latest assessment"
+    if dc.unread_ends:  # engine.clinical.caveats: no direction from a partial score
+        latest = dc.last.visit in dc.partial
+        return f"partial at the {'latest' if latest else 'first'} assessment, no direction read"
     c = dc.change
     if c is None:
         return ""
@@ -67,11 +70,22 @@ def _who(patient: int, ics: Sequence[InstrumentCourse]) -> str:
 
 
 def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
-    out = []
     tot = ic.domains.get("total")
+    if ic.zero_sessions and ic.visits[-1] in ic.zero_sessions and tot is not None:
+        # the latest session is all zero: one clause instead of one per part
+        span = cite(f"{fmt(tot.first.score)} to {fmt(tot.last.score)}", _change(sts, tot))
+        return (
+            f"UPDRS total {span}: every item 0 at the latest assessment, possibly not examined, "
+            "so no direction is read."
+        )
+    out = []
     if tot is not None and len(tot.points) > 1 and tot.change is not None:
-        span = f"{fmt(tot.first.score)} to {fmt(tot.last.score)} (change {fmt_signed(tot.change.value)})"
-        out.append("UPDRS total " + cite(span, _change(sts, tot)))
+        span = f"{fmt(tot.first.score)} to {fmt(tot.last.score)}"
+        if tot.unread_ends or tot.latest_suspect:
+            tail = " (parts partial or possibly not examined, not read as a change)"
+        else:
+            tail = f" (change {fmt_signed(tot.change.value)})"
+        out.append("UPDRS total " + cite(span + tail, _change(sts, tot)))
     for d in UPDRS_DOMAINS:
         dc = ic.domains.get(d)
         if dc is None or len(dc.points) < 2:
@@ -141,8 +155,12 @@ def _data(
     out = []
     for ic in ics:
         inst = INSTRUMENT_WORDS[ic.instrument]
-        if ic.zero_sessions:
-            out.append(f"every {inst} item 0 at {where(ic.zero_sessions)}, possibly not examined")
+        earlier = [v for v in ic.zero_sessions if v != ic.visits[-1] or ic.instrument != "updrs"]
+        if earlier:
+            out.append(f"every {inst} item 0 at {where(earlier)}, possibly not examined")
+        partial = sorted({v for d, dc in ic.domains.items() if d != "total" for v in dc.partial})
+        if partial:
+            out.append(f"{inst} partly blank at {where(partial)}")
         for d, dc in ic.domains.items():
             if dc.all_zero and d != "total":
                 out.append(f"{part(d)} 0 on every item at every assessment, possibly not examined")

@@ -17,7 +17,7 @@ from typing import Any
 from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
 from engine.clinical.monitor import MonitorItem, to_monitor
-from engine.clinical.series import fmt, fmt2, fmt_signed
+from engine.clinical.series import fmt, fmt_signed
 from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.writing import dense
@@ -42,6 +42,8 @@ def _direction(dc: DomainCourse) -> str:
     c = dc.change
     if c is None:
         return ""
+    if dc.unread_ends:
+        return dense.partial_direction(dc)
     if dc.all_zero:
         return (
             "zero on every item at every assessment while other parts were not: possibly not "
@@ -114,11 +116,7 @@ def _framing(ic: InstrumentCourse, details: bool = False) -> list[str]:
     if ic.instrument == "pdq8" and "qol" in ic.domains:
         q = ic.domains["qol"]
         pts = [q.first, q.last] if len(q.points) > 1 else [q.last]
-        sents.append(
-            "PDQ-8 Summary Index "
-            + "; ".join(f"at visit {p.visit}, {fmt2(ic.si[p.visit])} SI" for p in pts)
-            + "."
-        )
+        sents += dense.si_sentences(ic.si, [p.visit for p in pts], where)
     if details:
         sents = sents[1:]
     if ic.zero_sessions and not details:
@@ -176,7 +174,8 @@ def _domain_paragraph(dc: DomainCourse) -> str:
     )
     if dc.slope_visit is not None:
         per_year = f", {fmt_signed(dc.slope_year)} per year" if dc.slope_year is not None else ""
-        sents.append(f"{cap(w)} trend: {fmt_signed(dc.slope_visit)} per visit{per_year}.")
+        left_out = " (leaving out the partial or possibly missing scores)" if dc.slope_basis else ""
+        sents.append(f"{cap(w)} trend{left_out}: {fmt_signed(dc.slope_visit)} per visit{per_year}.")
     text = " ".join(sents)
     if dc.zero_suspect and dc.domain != "total":
         text += (
