@@ -125,6 +125,40 @@ def _shown_rows(state: State, flags: Flags) -> tuple[list[SeriesRow], Flags]:
     return rows, shown
 
 
+Section = tuple[str, list[str]]
+
+
+def facts_summary(
+    state: State, ctx: NodeContext, mode: str, flags: Flags
+) -> tuple[str, str, list[Section]]:
+    """(dense text, digest, details) of the facts backend's summary in every mode: the digest
+    first (engine.writing.digest; the cohort finding in cohort mode), then the details."""
+    dense_text = dense.final_text(
+        mode,
+        series=state.series,
+        facts=state.facts,
+        patients=state.plan.patients,
+        flags=flags,
+        cohort=state.cohort,
+        monitor=readable.patients_to_monitor(state),
+        sts=state.statements,
+    )
+    if mode == "trajectory":  # the details under headings; the dense form stays for QA
+        sections = readable.trajectory_sections(state, ctx.contexts)
+        return dense_text, digest.trajectory_digest(state, ctx.contexts), sections
+    if mode == "cohort" and state.cohort is not None:
+        head, body = digest.cohort_digest(state.cohort, state.statements)
+    else:
+        head = digest.trajectory_digest(state, ctx.contexts)
+        body = readable.readable_comparison(state, flags) if mode == "comparison" else dense_text
+    note = readable.baseline_note(state)
+    if note:
+        body = body + "\n\n" + note
+    if state.excluded:
+        body = body + "\n\n" + readable.excluded_text(state.excluded, state.statements)
+    return dense_text, head, [("Details", [body])]
+
+
 def final_node(state: State, ctx: NodeContext) -> dict:
     """Score table T, flags, mode dispatch, the verified synthesis, screening and the note."""
     flags: Flags = {
@@ -138,30 +172,8 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         comparison=bool(state.table_b),
         domain_narratives=any(d in state.narratives for d in DOMAINS),
     )
-    fallback = dense.final_text(
-        mode,
-        series=state.series,
-        facts=state.facts,
-        patients=state.plan.patients,
-        flags=flags,
-        cohort=state.cohort,
-        monitor=readable.patients_to_monitor(state),
-        sts=state.statements,
-    )
-    dense_text = fallback
-    digest_text, sections = "", []
-    if mode == "trajectory":  # the digest, then the details under headings; dense stays for QA
-        digest_text = digest.trajectory_digest(state, ctx.contexts)
-        sections = readable.trajectory_sections(state, ctx.contexts)
-        fallback = "\n\n".join(x for x in (digest_text, readable.render_sections(sections)) if x)
-    else:
-        if mode == "comparison":  # red flags per item, as the trajectory writes them
-            fallback = readable.readable_comparison(state, flags)
-        note = readable.baseline_note(state)
-        if note:
-            fallback = fallback + "\n\n" + note
-        if state.excluded:
-            fallback = fallback + "\n\n" + readable.excluded_text(state.excluded, state.statements)
+    dense_text, digest_text, sections = facts_summary(state, ctx, mode, flags)
+    fallback = "\n\n".join(x for x in (digest_text, readable.render_sections(sections)) if x)
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)

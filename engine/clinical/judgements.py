@@ -246,7 +246,7 @@ def judgement_statements(
         ("red_flag", g.patient, v, g.item)
         for fd in findings.values()
         for g in fd.flags
-        if g.current
+        if g.current and not cohort  # a cohort answer's key fact is its finding alone
         for v in g.visits
     }
     b = _Builder(out, keys, idx)

@@ -180,12 +180,38 @@ def item_text(cohort: Mapping[str, Any], sts: Statements | None, head: str) -> s
     earlier only, and how many were not named. Each line is its own citation (its visits)."""
     pool = _cohort_pool(sts)
     now, before, more = item_lines(cohort)
-    blocks = [head] + [
+    blocks = [head] * bool(head) + [
         "\n".join(cite(ln, pool) for ln in lines) for lines in (now, before) if lines
     ]
     if more:
         blocks.append(" ".join(more))
     return cite("\n\n".join(blocks), pool)
+
+
+def cohort_head(c: Mapping[str, Any], sts: Statements | None = None) -> str:
+    """The cohort finding in one or two sentences (the cohort answer's digest)."""
+    if c["patient"] is None:
+        head = f"Cohort finding: the {c['label']} is {value_text(dict(c))} across {c['n_patients']} patients."
+    else:
+        at = f" at visit {c['visit']}" if c.get("visit") else ""
+        head = (
+            f"Cohort finding: patient {c['patient']} has the {c['label']}, {value_text(dict(c))}{at}, "
+            f"rank 1 of {len(c['ranking'])} patients ranked."
+        )
+        if c["ties"]:
+            head += f" Tied at rank 1: patients {', '.join(map(str, c['ties']))}."
+    return cite(head, _cohort_pool(sts))
+
+
+def cohort_details(c: Mapping[str, Any], sts: Statements | None = None) -> str:
+    """The ranking, the cohort statistics and the PDQ-8 ranking of a cohort answer."""
+    _, ranking = render_cohort_facts(dict(c), top_n=5)
+    return cite(_cohort_blocks(ranking), _cohort_pool(sts))
+
+
+def cite_all(text: str, sts: Statements | None) -> str:
+    """`text` citing every statement of a cohort run (its answer's scope)."""
+    return cite(text, _cohort_pool(sts))
 
 
 def _cohort_pool(sts: Statements | None) -> list:
@@ -395,19 +421,7 @@ def final_text(
     if mode == "cohort" and is_item_answer(cohort):
         return item_text(cohort, sts, head=f"Cohort finding: {item_finding(cohort)}.")  # type: ignore[arg-type]
     if mode == "cohort" and cohort is not None:
-        c = cohort
-        if c["patient"] is None:
-            head = f"Cohort finding: the {c['label']} is {value_text(c)} across {c['n_patients']} patients."
-        else:
-            at = f" at visit {c['visit']}" if c.get("visit") else ""
-            head = (
-                f"Cohort finding: patient {c['patient']} has the {c['label']}, {value_text(c)}{at}, "
-                f"rank 1 of {len(c['ranking'])} patients ranked."
-            )
-            if c["ties"]:
-                head += f" Tied at rank 1: patients {', '.join(map(str, c['ties']))}."
-        _, ranking = render_cohort_facts(dict(c), top_n=5)
-        return cite(head + "\n\n" + _cohort_blocks(ranking), _cohort_pool(sts))
+        return cohort_head(cohort, sts) + "\n\n" + cohort_details(cohort, sts)
     if mode == "comparison":
         return comparison_text(series, patients, sts) + "\n\n" + flags_text(flags, sts=sts)
     if mode == "single_session":

@@ -16,9 +16,11 @@ from typing import Any
 
 from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
+from engine.clinical.item_cohort import is_item_answer, item_finding
 from engine.clinical.series import fmt, fmt2, fmt_signed
 from engine.clinical.statements import Statement, Statements
 from engine.contexts import Contexts
+from engine.writing import dense
 from engine.writing.citing import cite
 from engine.writing.words import cap, item_label, month_year, part, period, series_list, where
 from kb_store.profiles import DOMAINS, INSTRUMENT_WORDS, UPDRS_DOMAINS
@@ -69,7 +71,31 @@ def _who(patient: int, ics: Sequence[InstrumentCourse]) -> str:
     return f"Patient {patient}: " + "; ".join(parts) + "."
 
 
+def _mark(dc: DomainCourse) -> str:
+    """What a single score's reader must know: partial, possibly not examined, or its band."""
+    v = dc.last.visit
+    if v in dc.partial:
+        return " (partial)"
+    if dc.latest_suspect or v in dc.zero_suspect or dc.all_zero:
+        return " (0 on every item, possibly not examined)"
+    return f" ({dc.band})" if dc.band else ""
+
+
+def _one_session(ic: InstrumentCourse, sts: Statements | None) -> str:
+    """The scores of an instrument assessed once: the UPDRS total first, then each part."""
+    tot = ic.domains.get("total")
+    bits = [f"UPDRS total {fmt(tot.last.score)}"] if tot is not None else []
+    for d in UPDRS_DOMAINS:
+        dc = ic.domains.get(d)
+        if dc is not None:
+            bits.append(f"{part(d)} {fmt(dc.last.score)}{_mark(dc)}")
+    pool = _pool(sts, ic.patient)
+    return cite(cap("; ".join(bits)) + ".", pool) if bits else ""
+
+
 def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
+    if ic.n == 1:
+        return _one_session(ic, sts)
     tot = ic.domains.get("total")
     if ic.zero_sessions and ic.visits[-1] in ic.zero_sessions and tot is not None:
         # the latest session is all zero: one clause instead of one per part
@@ -97,6 +123,9 @@ def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
 
 def _pdq8(ic: InstrumentCourse, sts: Statements | None) -> str:
     q = ic.domains.get("qol")
+    if q is not None and len(q.points) == 1:
+        si = f"; Summary Index {fmt2(ic.si[q.last.visit])} SI" if q.last.visit in ic.si else ""
+        return cite(f"PDQ-8 score {fmt(q.last.score)}{_mark(q)}{si}.", _pool(sts, q.patient, "qol"))
     if q is None or len(q.points) < 2 or q.change is None:
         return ""
     si = ""
@@ -193,6 +222,15 @@ def trajectory_digest(st: Any, ctx: Contexts) -> str:
         for p in st.plan.patients
         if p in st.findings
     )
+
+
+def cohort_digest(cohort: Mapping[str, Any], sts: Statements | None) -> tuple[str, str]:
+    """(digest, details) of a cohort answer: the finding first, then the ranking and the cohort
+    statistics (or an item question's patient lines)."""
+    if is_item_answer(cohort):
+        head = dense.cite_all(f"Cohort finding: {item_finding(cohort)}.", sts)
+        return head, dense.item_text(cohort, sts, head="")
+    return dense.cohort_head(cohort, sts), dense.cohort_details(cohort, sts)
 
 
 def word_count(text: str) -> int:

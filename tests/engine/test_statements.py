@@ -170,15 +170,23 @@ def test_a_wrong_number_in_a_cited_span_is_unsupported(engines: dict[str, Any]) 
     assert rendered_record(bad_visit, sts, agent="motor")["unsupported"][0]["text"] == "99"
 
 
-def test_coverage_of_a_rendered_text_counts_the_key_statements_it_cites(
+def test_coverage_of_a_rendered_text_counts_the_key_statements_its_numbers_state(
     engines: dict[str, Any],
 ) -> None:
     eng = engines["marag"]
     sts = _statements(eng, Plan([4], "trajectory", ["updrs", "pdq8"]))
     keys = [s for s in sts.key_facts if s.patient == 4]
-    assert len(keys) >= 4
-    half = finish(cite("Patient 4.", keys[:2]))
-    rec = rendered_record(half, sts, agent="final", plan_patients=(4,))
+    changes = [s for s in keys if s.kind == "change"]
+    assert len(keys) >= 4 and len(changes) >= 2
+    # citing a key statement is not stating it: a number of the text must match its values
+    named = finish(cite("Patient 4.", keys))
+    cov = rendered_record(named, sts, agent="final", plan_patients=(4,))["coverage"]
+    assert cov == 0.0
+    text = " ".join(
+        cite(f"{s.subject} went {s.values[0].value:g} at visit {s.values[0].visit}.", [s])
+        for s in changes[:2]
+    )
+    rec = rendered_record(finish(text), sts, agent="final", plan_patients=(4,))
     cov = rec["statements"]["coverage_detail"]
     assert (cov["stated"], cov["total"]) == (2, len(keys)) and not rec["statements_passed"]
     assert len(cov["missing"]) == len(keys) - 2
