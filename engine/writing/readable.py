@@ -21,7 +21,7 @@ from engine.clinical.series import fmt, fmt_signed
 from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.writing import dense
-from engine.writing.citing import cite
+from engine.writing.citing import cite, plain
 from engine.writing.digest import NOW_ITEMS
 from engine.writing.words import cap, item_label, where
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, INSTRUMENT_WORDS
@@ -350,6 +350,13 @@ def patient_sections(
                 course.append(cite(_domain_paragraph(ic.domains[d]), part))
     items = [cite(x, mine) for x in _item_paragraphs(fd)]
     flags = [cite(text, mine) for _, text in _flag_paragraphs(fd)]
+    # the one to-monitor judgement (engine.clinical.monitor), as the Provenance page's text has it
+    watch = [dense.monitor_phrase(m) for m in to_monitor(ics, fd)]
+    monitor = [
+        cite("To monitor: " + "; ".join(watch) + ".", mine)
+        if watch
+        else "To monitor: no domain worsened or reached a moderate band, and no red flag is current."
+    ]
     data = []
     ex = [e for e in excluded if e.get("patient") == patient]
     if ex:
@@ -370,6 +377,7 @@ def patient_sections(
             ("Course of each part", course),
             ("Item changes", items),
             ("Flag history", flags),
+            ("To monitor", monitor),
             ("Data", data),
         )
         if paras
@@ -377,7 +385,13 @@ def patient_sections(
 
 
 def render_sections(sections: Sequence[Section]) -> str:
-    return "\n\n".join(f"{head}:\n\n" + "\n\n".join(paras) for head, paras in sections)
+    """The sections as text: a heading line, then the paragraphs (no heading line when the first
+    paragraph opens with it, as "To monitor: ..." does)."""
+    out = []
+    for head, paras in sections:
+        opens = bool(paras) and plain(paras[0]).startswith(f"{head}:")
+        out.append(("" if opens else f"{head}:\n\n") + "\n\n".join(paras))
+    return "\n\n".join(out)
 
 
 def patient_summary(

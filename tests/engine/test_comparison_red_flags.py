@@ -14,7 +14,7 @@ from engine.config import Config
 from engine.eval.harness import default_marag_dir, open_dataset
 from engine.pipeline import Engine
 from engine.types import Plan
-from engine.writing.readable import _label
+from engine.writing.words import item_label as _label
 
 _VISITS = re.compile(r"\bat visits? (\d+(?:(?:, | and )\d+)*)")
 
