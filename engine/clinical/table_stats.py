@@ -286,7 +286,6 @@ class TableSource:
             return _ranked(cols, "abs_slope", descending=False)
         return _ranked(cols, "value", descending=statistic.startswith("steepest_slope"))
 
-
     def no_per_year(self, domain: str) -> int:
         sl = self.domain_slopes(domain)
         return int((~np.isnan(sl["slope"]) & np.isnan(sl["slope_year"])).sum())
