@@ -332,18 +332,26 @@ def result_slopes(result: Result) -> list[Slope]:
     return [s for s in slopes if s.slope is not None]
 
 
+def _slope_value(s: Slope, per_year: bool) -> float | None:
+    return s.slope_year if per_year else s.slope
+
+
 def cohort_slope_figure(
     slopes: Sequence[Slope],
     highlight: int | None = None,
     *,
     domains: Sequence[str] | None = None,
+    per_year: bool = False,
 ) -> go.Figure:
     """Every patient's slope per domain as a strip (one dot per patient), the selected patient
-    drawn large and labelled; a zero line marks 'no change'."""
+    drawn large and labelled; a zero line marks 'no change'. Points per assessment of the
+    instrument, or (`per_year`, a per-year statistic) points per year, leaving out the series
+    without a per-year rate (engine.clinical.series.PER_YEAR_RULE)."""
     wanted = domains or (*DOMAINS, "total")
+    unit = "year" if per_year else "assessment"
     by_dom: dict[str, list[Slope]] = {d: [] for d in wanted}
     for s in slopes:
-        if s.domain in by_dom:
+        if s.domain in by_dom and _slope_value(s, per_year) is not None:
             by_dom[s.domain].append(s)
     doms = [d for d in wanted if by_dom[d]]
     fig = go.Figure()
@@ -354,7 +362,7 @@ def cohort_slope_figure(
         # milliseconds, where per-point Python lists and strings took seconds
         fig.add_trace(
             go.Box(
-                x=np.fromiter((s.slope for s in others), float, len(others)),
+                x=np.fromiter((_slope_value(s, per_year) for s in others), float, len(others)),
                 name=domain_label(dom),
                 boxpoints="all",
                 jitter=0.5,
@@ -365,8 +373,8 @@ def cohort_slope_figure(
                 customdata=np.column_stack(
                     [pids, np.fromiter((s.n_visits for s in others), np.int64, len(others))]
                 ),
-                hovertemplate="Patient %{customdata[0]}: %{x:+.2f} points/visit "
-                "(%{customdata[1]} visits)<extra></extra>",
+                hovertemplate=f"Patient %{{customdata[0]}}: %{{x:+.2f}} points/{unit} "
+                "(%{customdata[1]} assessments)<extra></extra>",
                 showlegend=False,
                 orientation="h",
                 meta={"domain": dom, "patients": pids},
@@ -374,17 +382,21 @@ def cohort_slope_figure(
         )
     if highlight is not None:
         hs = [s for s in slopes if s.patient == highlight and s.domain in doms]
+        hs = [s for s in hs if _slope_value(s, per_year) is not None]
         if hs:
             fig.add_trace(
                 go.Scatter(
-                    x=[s.slope for s in hs],
+                    x=[_slope_value(s, per_year) for s in hs],
                     y=[domain_label(s.domain) for s in hs],
                     mode="markers+text",
                     name=f"Patient {highlight}",
                     marker=dict(color=HIGHLIGHT_COLOUR, size=15, line=dict(color="white", width=2)),
                     text=[f"P{highlight}" for _ in hs],
                     textposition="top center",
-                    hovertext=[f"Patient {s.patient}: {s.slope:+.2f} points/visit" for s in hs],
+                    hovertext=[
+                        f"Patient {s.patient}: {_slope_value(s, per_year):+.2f} points/{unit}"
+                        for s in hs
+                    ],
                     hoverinfo="text",
                     meta={"highlight": highlight},
                 )
@@ -393,10 +405,10 @@ def cohort_slope_figure(
     fig.update_layout(
         template="plotly_white",
         font=FONT,
-        title="Slope per domain (points per visit; higher = worsening)",
+        title=f"Slope per domain (points per {unit}; higher = worsening)",
         height=max(260, 90 * len(doms) + 120),
         margin=dict(l=10, r=10, t=60, b=40),
-        xaxis_title="points per visit",
+        xaxis_title=f"points per {unit}",
         showlegend=highlight is not None,
     )
     return fig

@@ -46,7 +46,7 @@ STATISTIC_LABELS = {
     "": "From the question",
     "latest": "Latest score",
     "change": "Change, first to latest",
-    "slope_visit": "Slope per visit",
+    "slope_visit": "Slope per assessment",
     "slope_year": "Slope per year",
     "mean": "Cohort mean",
 }

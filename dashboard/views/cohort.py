@@ -102,11 +102,14 @@ with right:
         "Highlight patient", in_result, index=None, key="highlight", placeholder="(none)"
     )
     slopes = session.derived(result, "slopes", lambda: charts.result_slopes(result))
+    # the chart's unit is the ranked statistic's: per year for a per-year ranking, else per
+    # assessment of the instrument
+    per_year = str((result.cohort or {}).get("statistic") or "").endswith("_year")
     st.plotly_chart(
         session.derived(
             result,
-            f"slope_figure:{highlight}",
-            lambda: charts.cohort_slope_figure(slopes, highlight),
+            f"slope_figure:{highlight}:{per_year}",
+            lambda: charts.cohort_slope_figure(slopes, highlight, per_year=per_year),
         ),
         theme=None,
         key="slope_chart",

@@ -21,7 +21,16 @@ from itertools import takewhile
 from typing import Any, Protocol
 
 from engine.clinical.item_cohort import is_item_answer, render_item_facts
-from engine.clinical.series import Point, fmt, fmt2, fmt_signed, slope_of
+from engine.clinical.series import (
+    PER_YEAR_RULE,
+    UNEVEN_SPACING,
+    Point,
+    fmt,
+    fmt2,
+    fmt_signed,
+    opposite_signs,
+    slope_of,
+)
 from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
@@ -249,6 +258,10 @@ class CohortSource(Protocol):
 
     def slope_ranking(self, statistic: str, domain: str) -> Sequence[dict[str, Any]]: ...
 
+    def no_per_year(self, domain: str) -> int:
+        """Patients with a slope per assessment of `domain` but no per-year rate."""
+        ...
+
 
 class FactSource:
     """`CohortSource` over Fact objects (every patient's points, latest rows and slopes)."""
@@ -310,6 +323,13 @@ class FactSource:
     def slope_ranking(self, statistic: str, domain: str) -> list[dict[str, Any]]:
         return _slope_ranking(statistic, domain, self.slopes)
 
+    def no_per_year(self, domain: str) -> int:
+        return sum(
+            1
+            for s in self.slopes
+            if s["domain"] == domain and s["slope"] is not None and s["slope_year"] is None
+        )
+
 
 def compute_cohort(
     facts: Sequence[Fact], query: str, instruments: Sequence[str], statistic: str = ""
@@ -348,6 +368,8 @@ def rank_cohort(
     else:
         ranking = src.slope_ranking(statistic, domain)
         top = ranking[0]
+        if statistic.endswith("_year"):
+            notes = [*notes, *_per_year_note(src.no_per_year(domain))]
     # rank 1 is the ranking's first rows: read no further
     lead = takewhile(lambda r: r["rank"] == 1, ranking)
     ties = [r["patient"] for r in lead] if top["patient"] is not None else []
@@ -372,6 +394,17 @@ def rank_cohort(
     if domain != "qol" and "qol" in domain_stats:
         out["pdq8_ranking"] = src.latest_ranking("qol", descending=statistic != "minimum")
     return out
+
+
+def _per_year_note(n: int) -> list[str]:
+    """The cohort note of a per-year ranking: how many patients it leaves out, and why."""
+    if not n:
+        return []
+    who = "1 patient" if n == 1 else f"{n} patients"
+    return [
+        f"{who} with a slope per assessment left out of the per-year ranking "
+        f"({PER_YEAR_RULE}: too short a span for a rate per year)."
+    ]
 
 
 def _what(domain: str) -> str:
@@ -425,6 +458,8 @@ def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, s
             extra = f", {fmt2(r['slope_year'])} per year"
         elif st.endswith("_year") and r.get("slope_visit") is not None:
             extra = f", {fmt2(r['slope_visit'])} per visit"
+        if extra and opposite_signs(r.get("slope_visit"), r.get("slope_year")):
+            extra += f" ({UNEVEN_SPACING})"
         at = f" at visit {r['visit']}" if r.get("visit") else ""
         lines.append(f"rank {r['rank']}: patient {r['patient']}, {val}{extra}{at}")
     if len(c["ranking"]) > top_n:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from engine.clinical.bands import band_of, course_rules
 from engine.clinical.caveats import caveat_phrase
@@ -173,14 +174,46 @@ def least_squares_slope(xs: list[float], ys: list[float]) -> float | None:
 #: (visit, ISO date, score) of one patient's domain, in visit order
 Point = tuple[int, str, float]
 
+#: a per-year rate only over a span long enough to mean one (docs/engine.md, "Slope"): at least
+#: PER_YEAR_MIN_ASSESSMENTS assessments of the instrument and PER_YEAR_MIN_DAYS days from the
+#: first to the last. Over a shorter span the rate multiplies one session's variability (state,
+#: rater; several points, the size of an MCID) by 365 / days; with two assessments it is one
+#: difference, not a trend.
+PER_YEAR_MIN_ASSESSMENTS = 3
+PER_YEAR_MIN_DAYS = 180
+PER_YEAR_RULE = (
+    f"no per-year rate under {PER_YEAR_MIN_ASSESSMENTS} assessments spanning "
+    f"{PER_YEAR_MIN_DAYS} days"
+)
+#: what a text says where the per-visit and per-year trends have opposite signs
+UNEVEN_SPACING = "uneven spacing: the per-year rate weighs the long gaps between assessments"
+
+
+def per_year_allowed(n: Any, span_days: Any) -> Any:
+    """Whether a series of `n` assessments over `span_days` days (first to last) has a per-year
+    rate; scalars or numpy arrays (the session table's path reads the same rule)."""
+    return (n >= PER_YEAR_MIN_ASSESSMENTS) & (span_days >= PER_YEAR_MIN_DAYS)
+
+
+def opposite_signs(per_visit: float | None, per_year: float | None) -> bool:
+    """The per-visit and per-year trends (as rounded) point different ways."""
+    if per_visit is None or per_year is None:
+        return False
+    return (per_visit > 0 > per_year) or (per_visit < 0 < per_year)
+
 
 def slope_of(patient: int, domain: str, pts: list[Point]) -> Slope:
-    """Least-squares slope per visit and per year of scored points, rounded to 2 decimals."""
+    """The one slope of the engine, rounded to 2 decimals: least squares per assessment of the
+    instrument (x = 0, 1, 2, ... over `pts` in order, not the shared visit number, which counts
+    the other instrument's visits too) and per year (x = years from the first point's date; None
+    unless `per_year_allowed`)."""
     ys = [p[2] for p in pts]
-    sl = least_squares_slope([float(p[0]) for p in pts], ys)
+    sl = least_squares_slope([float(i) for i in range(len(pts))], ys)
     d0 = dt.date.fromisoformat(pts[0][1])
-    yrs = [(dt.date.fromisoformat(p[1]) - d0).days / 365.25 for p in pts]
-    sy = least_squares_slope(yrs, ys)
+    days = [(dt.date.fromisoformat(p[1]) - d0).days for p in pts]
+    sy = None
+    if per_year_allowed(len(pts), days[-1]):
+        sy = least_squares_slope([d / 365.25 for d in days], ys)
     return Slope(
         patient,
         domain,
@@ -193,7 +226,7 @@ def slope_of(patient: int, domain: str, pts: list[Point]) -> Slope:
 
 
 def slopes(ser: Series) -> list[Slope]:
-    """The slope of every (patient, domain) series with at least two scored visits."""
+    """The slope of every (patient, domain) series with at least two scored assessments."""
     out = []
     for (p, d), rows in ser.items():
         pts = [(r.visit, r.date, float(r.score)) for r in rows if r.score is not None]

@@ -24,6 +24,7 @@ from engine.clinical.cohort import CHANGE_ERROR, SLOPE_ERROR, rank_cohort
 from engine.clinical.cohort_index import Selection, View
 from engine.clinical.item_cohort import is_item_answer, item_scope
 from engine.clinical.rows import LazyRows, Rows
+from engine.clinical.series import per_year_allowed
 from engine.types import CohortAnswer
 from kb_store.profiles import TOTAL
 
@@ -119,12 +120,18 @@ def _slope_columns(
     c = {k: np.concatenate(x) for k, x in cols.items()}
     counts, vis, day = c["n"], c["vis"], c["day"]
     first = np.r_[0, np.cumsum(counts)[:-1]] if len(counts) else np.array([], int)
-    years = (day - np.repeat(day[first], counts)) / 365.25
+    # engine.clinical.series.slope_of on columns: x = 0, 1, 2, ... over each patient's points
+    # (per assessment of the instrument), years from the first date, and its per-year rule
+    index = (np.arange(len(vis)) - np.repeat(first, counts)).astype(float)
+    days = day - np.repeat(day[first], counts)
+    span = days[first + counts - 1] if len(counts) else np.array([], float)
+    per_year = _slopes(counts, days / 365.25, c["y"])
+    per_year[~per_year_allowed(counts, span)] = np.nan
     return {
         "patient": c["patient"],
         "domain": c["domain"],
-        "slope": _round2(_slopes(counts, vis.astype(float), c["y"])),
-        "slope_year": _round2(_slopes(counts, years, c["y"])),
+        "slope": _round2(_slopes(counts, index, c["y"])),
+        "slope_year": _round2(per_year),
         "n_visits": counts,
         "first_visit": vis[first],
         "last_visit": vis[first + counts - 1],
@@ -278,6 +285,10 @@ class TableSource:
             cols["abs_slope"] = np.abs(cols["value"])
             return _ranked(cols, "abs_slope", descending=False)
         return _ranked(cols, "value", descending=statistic.startswith("steepest_slope"))
+
+    def no_per_year(self, domain: str) -> int:
+        sl = self.domain_slopes(domain)
+        return int((~np.isnan(sl["slope"]) & np.isnan(sl["slope_year"])).sum())
 
 
 def compute_cohort_table(

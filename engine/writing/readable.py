@@ -17,7 +17,7 @@ from typing import Any
 from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
 from engine.clinical.monitor import MonitorItem, to_monitor
-from engine.clinical.series import fmt, fmt_signed
+from engine.clinical.series import UNEVEN_SPACING, fmt, fmt_signed, opposite_signs
 from engine.clinical.statements import Statements
 from engine.contexts import Contexts
 from engine.writing import dense
@@ -174,6 +174,8 @@ def _domain_paragraph(dc: DomainCourse) -> str:
     )
     if dc.slope_visit is not None:
         per_year = f", {fmt_signed(dc.slope_year)} per year" if dc.slope_year is not None else ""
+        if opposite_signs(dc.slope_visit, dc.slope_year):
+            per_year += f" ({UNEVEN_SPACING})"
         left_out = " (leaving out the partial or possibly missing scores)" if dc.slope_basis else ""
         sents.append(f"{cap(w)} trend{left_out}: {fmt_signed(dc.slope_visit)} per visit{per_year}.")
     text = " ".join(sents)

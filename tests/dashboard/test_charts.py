@@ -8,6 +8,7 @@ import pytest
 
 from dashboard import charts
 from dashboard.clinical import ClinicalRefs, load_refs
+from engine.types import Slope
 
 h = sys.modules["dash_helpers"]  # loaded by conftest.py
 
@@ -91,11 +92,30 @@ def test_item_heatmap_rows_are_items_columns_visits():
     assert col_sums == [5, 6, 6, 7]
 
 
-def test_patient_slopes_least_squares_against_visit_index():
+def test_patient_slopes_least_squares_per_assessment():
     slopes = {(s.patient, s.domain): s for s in charts.result_slopes(h.run())}
-    assert slopes[(8, "motor")].slope == pytest.approx(2.5)  # 35, 36, 40 over visits 1..3
+    assert slopes[(8, "motor")].slope == pytest.approx(2.5)  # 35, 36, 40 over assessments 0..2
     assert slopes[(12, "motor")].slope == 0
-    assert slopes[(8, "motor")].slope_year == pytest.approx(2.5 / (91.5 / 365.25), rel=0.05)
+    # 3 assessments over 182 days (at least 180: a per-year rate)
+    assert slopes[(8, "motor")].slope_year == pytest.approx(2.5 / (91 / 365.25), rel=0.01)
+
+
+def test_cohort_slope_chart_unit_matches_the_statistic():
+    slopes = charts.result_slopes(h.run())
+    fig = charts.cohort_slope_figure(slopes, highlight=8)
+    assert "points per assessment" in fig.layout.title.text
+    assert fig.layout.xaxis.title.text == "points per assessment"
+    assert "per visit" not in fig.layout.title.text
+    per_year = [Slope(**{**s.to_dict(), "slope_year": 3.0}) for s in slopes]
+    fig = charts.cohort_slope_figure(per_year, highlight=8, per_year=True)
+    assert "points per year" in fig.layout.title.text
+    assert fig.layout.xaxis.title.text == "points per year"
+    (hl,) = [t for t in fig.data if t.meta and t.meta.get("highlight") == 8]
+    assert all(x == 3.0 for x in hl.x) and "points/year" in hl.hovertext[0]
+    # a series without a per-year rate is left out of the per-year chart
+    short = [Slope(**{**s.to_dict(), "slope_year": None}) for s in slopes]
+    fig = charts.cohort_slope_figure(short, highlight=8, per_year=True)
+    assert not fig.data
 
 
 def test_cohort_slope_chart_highlights_selected_patient():

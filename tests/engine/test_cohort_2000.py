@@ -125,8 +125,13 @@ def reference(cohort):
     long = every[~every["unread"]]
     long = long.sort_values(["domain", "proj_id", "visit"])
     g = long.groupby(["domain", "proj_id"])
-    x = long["visit"].astype(float)
-    yrs = (long["day"] - g["day"].transform("first")).dt.days / 365.25
+    # per assessment of the instrument: x = 0, 1, 2, ... over each patient's points
+    x = g.cumcount().astype(float)
+    days = (long["day"] - g["day"].transform("first")).dt.days
+    yrs = days / 365.25
+    # a per-year rate only over >= 3 assessments spanning >= 180 days (docs/engine.md)
+    span = days.groupby([long["domain"], long["proj_id"]]).max()
+    per_year_ok = (g["score"].size() >= 3) & (span >= 180)
     y = long["score"]
 
     def slope(xs: pd.Series) -> pd.Series:
@@ -142,7 +147,7 @@ def reference(cohort):
             "latest_visit": g["visit"].last(),
             "n": g["score"].size(),
             "slope": slope(x),
-            "slope_year": slope(yrs),
+            "slope_year": slope(yrs).where(per_year_ok),
         }
     )
     return ref
