@@ -60,7 +60,7 @@ def render_flags(flags: dict[str, list[dict[str, Any]]]) -> str:
     for r in flags.get("red_flags", []):
         lines.append(
             f"Red flag: patient {r['patient']}, visit {r['visit']}: {r['item_label']} = "
-            f"{fmt(r['value'])} (threshold {fmt(r['threshold'])}; {r['why']})."
+            f"{fmt(r['value'])} (threshold {fmt(r['threshold'])})."
         )
     return "\n".join(lines) or "none"
 

@@ -235,7 +235,7 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
                     (
                         status,
                         f"{head} ({status}): {g.label}, first rated above zero at "
-                        f"{where(g.visits)} after zero at every earlier assessment ({g.why})"
+                        f"{where(g.visits)} after zero at every earlier assessment"
                         f"{unconfirmed}.",
                     )
                 )
@@ -246,7 +246,7 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
                 (
                     status,
                     f"{head} ({status}): {item_label(g.item_label)} at or above {fmt(g.threshold)} "
-                    f"at {where(g.visits)}{tail} ({g.why}){unconfirmed}.",
+                    f"at {where(g.visits)}{tail}{unconfirmed}.",
                 )
             )
     return paras
