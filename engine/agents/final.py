@@ -22,7 +22,7 @@ from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Fact, Flags, SeriesRow
-from engine.writing import dense, digest, readable
+from engine.writing import dense, digest, left_out, readable
 from engine.writing.citing import plain
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
@@ -161,7 +161,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         if note:
             fallback = fallback + "\n\n" + note
         if state.excluded:
-            fallback = fallback + "\n\n" + readable.excluded_text(state.excluded, state.statements)
+            fallback = fallback + "\n\n" + left_out.excluded_text(state.excluded, state.statements)
     rows, shown_flags = _shown_rows(state, flags)
     table_text = render_series_table(rows)
     flags_txt = render_flags(shown_flags)

@@ -23,6 +23,7 @@ from engine.contexts import Contexts
 from engine.writing import dense
 from engine.writing.citing import cite
 from engine.writing.digest import NOW_ITEMS
+from engine.writing.left_out import excluded_sentence, excluded_text
 from engine.writing.words import cap, item_label, where
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, INSTRUMENT_WORDS
 
@@ -392,25 +393,14 @@ def patient_summary(
     return render_sections(patient_sections(patient, courses, fd, ctx, excluded, sts))
 
 
-def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
-    """One sentence naming every session left out at ingest (no numbers: dates as written are
-    quoted, file rows named by file only, so the guard has nothing to misread)."""
-    parts = []
-    for r in rows:
-        inst = INSTRUMENT_WORDS.get(r.get("instrument", ""), r.get("instrument", "session"))
-        rule = str(r.get("rule", "")).replace("_", " ")
-        date = str(r.get("date", "")).split(" ")[0]
-        parts.append(f"a {inst} session dated {date} in {r.get('file')} ({rule})")
-    return "Left out at data import, see the Data report: " + "; ".join(parts) + "."
-
-
 def trajectory_sections(st: Any, ctx: Contexts) -> list[Section]:
     """The details of every planned patient (headings name the patient when there are several)."""
     sts: Statements = st.statements
     shown = [p for p in st.plan.patients if p in st.findings]
     out: list[Section] = []
     for p in shown:
-        secs = patient_sections(p, st.courses, st.findings[p], ctx, st.excluded, sts)
+        # the digest states the patient's left-out sessions (engine.writing.left_out)
+        secs = patient_sections(p, st.courses, st.findings[p], ctx, (), sts)
         if len(shown) > 1:
             secs = [(f"Patient {p}, {head[:1].lower()}{head[1:]}", paras) for head, paras in secs]
         out += secs
@@ -439,12 +429,6 @@ def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
     if not flags.get("incongruence") and not flags.get("red_flags"):
         paras.append(dense.NO_FLAGS)
     return "\n\n".join(x for x in paras if x)
-
-
-def excluded_text(rows: Sequence[Mapping[str, Any]], sts: Statements | None = None) -> str:
-    """The sessions left out at ingest, citing their patients' statements."""
-    who = sorted({r.get("patient") for r in rows}, key=str)
-    return cite(excluded_sentence(rows), [s for p in who for s in sts.about(p)] if sts else [])
 
 
 def baseline_note(state: Any) -> str:
