@@ -169,10 +169,11 @@ def _data(
         for d, dc in ic.domains.items():
             if dc.all_zero and d != "total":
                 out.append(f"{part(d)} 0 on every item at every assessment, possibly not examined")
+    text = ("Data: " + "; ".join(out) + ".") if out else ""
     left = digest_clause(patient, ics, excluded, ctx)
-    if left:
-        out.append(left)
-    return ("Data: " + "; ".join(out) + ".") if out else ""
+    if left:  # its own sentence: the visits named before do not carry into it
+        text += f" {cap(left)}." if text else f"Data: {left}."
+    return text.strip()
 
 
 def patient_digest(
