@@ -85,7 +85,8 @@ def _with_left_out(dc: DomainCourse, score: float, iso: str, ctx: Contexts) -> s
 def direction_changes(
     row: Mapping[str, Any], ics: Sequence[InstrumentCourse], ctx: Contexts
 ) -> list[str]:
-    """ "motor better beyond the MCID, not within it" for each part whose direction (the MCID
+    """ "motor would read better beyond the reference MCID instead of within it" for each part
+    whose direction (the MCID
     rule) the left-out session would change; [] when it changes none."""
     iso = iso_date(dict(row))
     ic = next((c for c in ics if c.instrument == row.get("instrument")), None)
