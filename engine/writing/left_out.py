@@ -86,8 +86,7 @@ def direction_changes(
     row: Mapping[str, Any], ics: Sequence[InstrumentCourse], ctx: Contexts
 ) -> list[str]:
     """ "motor would read better beyond the reference MCID instead of within it" for each part
-    whose direction (the MCID
-    rule) the left-out session would change; [] when it changes none."""
+    whose direction (the MCID rule) the left-out session would change; [] when it changes none."""
     iso = iso_date(dict(row))
     ic = next((c for c in ics if c.instrument == row.get("instrument")), None)
     if iso is None or ic is None:
