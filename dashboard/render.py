@@ -81,7 +81,10 @@ def flag_line(row: dict[str, Any]) -> str:
             f"{DOMAIN_LABELS.get(el, el)} **{_v(vals.get(el))}** (moderate cut-off {_v(row.get('cutoff'))})"
         )
     if "item" in row:  # red-flag item
+        # the rationale lives here and in provenance, never in the summary text
         why = f" — {row['why']}" if row.get("why") else ""
+        if row.get("source"):
+            why += f" (source: {row['source']})"
         return (
             f"{where}: {dom} · {row.get('item_label', row['item'])} ({row['item']}) "
             f"**{_v(row.get('value'))}** (flag at ≥ {_v(row.get('threshold'))}){why}"

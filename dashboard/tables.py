@@ -137,6 +137,16 @@ def _cell(v: Any) -> Any:
     return ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
 
 
+def flag_rule_rows(red_flags: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The red-flag rows with the rule's rationale and source (the Provenance page and report:
+    the summary text states the finding, never why it matters)."""
+    keys = ("patient", "visit", "date", "item", "item_label", "value", "threshold", "rule")
+    return [
+        {**{k: r.get(k) for k in keys}, "why": r.get("why", ""), "source": r.get("source", "")}
+        for r in red_flags
+    ]
+
+
 # ---- statement-level grounding: rows for the Provenance page, from the engine's record
 
 

@@ -1,10 +1,13 @@
 """Sessions left out at ingest, per patient: what `excluded_sessions` of every answer reports.
 
 Owns the list of rejected input rows as the engine needs it (the rule "nothing excluded in
-silence"): patient, instrument, the date as written in the file, file, row, rule and message.
-Built once at `marag kb build` from the ingest result (re-reading only the rejected rows' key cells
-from the source files), written beside the KB as `excluded_sessions.json`, and read back by the KB
-reader so that every plan naming a patient carries that patient's excluded sessions.
+silence"): patient, instrument, the date as written in the file, file, row, rule and message,
+and for a MA-RAG study row whose items can be read, its part scores (`scores`: part -> item sum,
+computed as the ingest computes a kept session's, only for parts with no blank item). Built once at
+`marag kb build` from the ingest result (re-reading the rejected rows from the source files),
+written beside the KB as `excluded_sessions.json`, and read back by the KB reader so that every
+plan naming a patient carries that patient's excluded sessions. Texts state the date only as the
+parsed ISO date (`iso_date`), never the cell as written.
 """
 
 from __future__ import annotations
@@ -31,6 +34,40 @@ def _instrument(file_kind: str, message: str) -> str:
     return m.group(1).lower() if m else "all"
 
 
+def row_scores(table: Any, kind: str, rownum: int, cells: list[str]) -> dict[str, float]:
+    """Part scores of one rejected MA-RAG study row, as the ingest sums a kept session's items
+    (kb_store.model.domain_scores); {} for other formats or a row with an unreadable item cell.
+    A part with a blank item is left out (its sum would not represent the part)."""
+    from kb_store.ingest_marag import UPDRS_PROFILE
+    from kb_store.ingest_rows import InstrumentColumns, item_columns, read_items
+    from kb_store.model import domain_scores
+    from kb_store.profiles import load_profile
+
+    if kind not in ("marag-updrs", "marag-pdq8"):
+        return {}
+    profile = load_profile(UPDRS_PROFILE if kind == "marag-updrs" else "pdq8")
+    cols, _dup = item_columns(table, profile)
+    items, _issues, ok = read_items(table, rownum, cells, InstrumentColumns(profile, cols))
+    if not ok:
+        return {}
+    return {
+        d: ds.score
+        for d, ds in domain_scores(profile, items).items()
+        if ds.score is not None and not ds.missing
+    }
+
+
+def iso_date(row: dict[str, Any]) -> str | None:
+    """The parsed ISO date of an excluded row (None when the cell is not a date)."""
+    from kb_store.dates import DateParseError, parse_date
+
+    raw = str(row.get("date", "")).split(" ")[0]
+    try:
+        return parse_date(raw).date.isoformat()
+    except (DateParseError, ValueError):
+        return None
+
+
 def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per rejected session row (error issues with a row number), in file and row order."""
     from kb_store.csv_table import read_table
@@ -53,6 +90,7 @@ def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[
         patient: int | None = None
         date = ""
         kind = ""
+        scores: dict[str, float] = {}
         if i.file in tables:
             t, kind = tables[i.file]
             cols = t.columns()
@@ -68,6 +106,7 @@ def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[
                         patient = None
                 if dc is not None and dc < len(cells):
                     date = cells[dc].strip()
+                scores = row_scores(t, kind, i.row, cells)
         if patient is None and (m := _PATIENT_RE.search(i.message)):
             patient = int(m.group(1))
         out.append(
@@ -79,6 +118,7 @@ def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[
                 "row": i.row,
                 "rule": i.rule,
                 "message": i.message,
+                **({"scores": scores} if scores else {}),
             }
         )
     return sorted(out, key=lambda r: (r["file"], r["row"]))

@@ -123,6 +123,12 @@ for agent in [a for a in result.prompts if a not in result.narratives]:
     with st.expander(f"{agent}: prompt"):
         st.code(result.prompts[agent], language=None, wrap_lines=True)
 
+red = (result.flags or {}).get("red_flags") or []
+if red:
+    st.subheader(f"Red-flag rules ({len(red)})")
+    st.caption("Why each flag matters and the rule's source (the summary states the finding only).")
+    st.dataframe(pd.DataFrame(tables.flag_rule_rows(red)), hide_index=True, key="flag_rules")
+
 # ---- statement-level grounding: verdicts, repairs, and a box to check any text
 st.subheader("Statements")
 st.caption(

@@ -22,7 +22,7 @@ from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Fact, Flags, SeriesRow
-from engine.writing import dense, digest, readable
+from engine.writing import dense, digest, left_out, readable
 from engine.writing.citing import plain
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
@@ -60,7 +60,7 @@ def render_flags(flags: dict[str, list[dict[str, Any]]]) -> str:
     for r in flags.get("red_flags", []):
         lines.append(
             f"Red flag: patient {r['patient']}, visit {r['visit']}: {r['item_label']} = "
-            f"{fmt(r['value'])} (threshold {fmt(r['threshold'])}; {r['why']})."
+            f"{fmt(r['value'])} (threshold {fmt(r['threshold'])})."
         )
     return "\n".join(lines) or "none"
 
@@ -155,7 +155,7 @@ def facts_summary(
     if note:
         body = body + "\n\n" + note
     if state.excluded:
-        body = body + "\n\n" + readable.excluded_text(state.excluded, state.statements)
+        body = body + "\n\n" + left_out.excluded_text(state.excluded, state.statements)
     return dense_text, head, [("Details", [body])]
 
 

@@ -453,27 +453,39 @@ def ledger_values(
 
 
 def excluded_values(rows: Sequence[Mapping[str, Any]]) -> list[FactValue]:
-    """Date parts of the sessions excluded at ingest, so the sentence naming them is checkable
-    (visit None: they belong to no visit)."""
-    from kb_store.dates import DateParseError, parse_date
+    """Date parts and part scores of the sessions left out at ingest, so the sentence naming
+    them is checkable (visit None: they belong to no visit; source "file:row")."""
+    from kb_store.exclusions import iso_date
 
     out = []
     for r in rows:
-        raw = str(r.get("date", "")).split(" ")[0]
-        try:
-            d = parse_date(raw).date
-        except (DateParseError, ValueError):
-            continue
-        for lab, x in (("year", d.year), ("month", d.month), ("day", d.day)):
+        iso = iso_date(dict(r))
+        src = f"{r.get('file')}:{r.get('row')}"
+        if iso is not None:
+            d = dt.date.fromisoformat(iso)
+            for lab, x in (("year", d.year), ("month", d.month), ("day", d.day)):
+                out.append(
+                    FactValue(
+                        "date",
+                        float(x),
+                        r.get("patient"),
+                        None,
+                        date=iso,
+                        label=f"{lab} of a session excluded at ingest ({r.get('rule')})",
+                        source=src,
+                    )
+                )
+        for dom, x in (r.get("scores") or {}).items():
             out.append(
                 FactValue(
-                    "date",
+                    "score",
                     float(x),
                     r.get("patient"),
                     None,
-                    date=d.isoformat(),
-                    label=f"{lab} of a session excluded at ingest ({r.get('rule')})",
-                    source=f"{r.get('file')}:{r.get('row')}",
+                    dom,
+                    date=iso,
+                    label=f"score of a session left out at ingest ({r.get('rule')})",
+                    source=src,
                 )
             )
     return out

@@ -87,6 +87,10 @@ def _each(v: FactValue) -> Hashable:
     return id(v)
 
 
+def _left_out(v: FactValue) -> Hashable:
+    return (v.patient, v.source)
+
+
 def value_statements(
     out: Statements,
     facts: Sequence[Fact],
@@ -103,7 +107,8 @@ def value_statements(
     _grouped(out, threshold_values(facts, ctx), lambda _v: "reference", _each)
     _grouped(out, course_values(dict(courses)), lambda _v: "course", _patient_domain)
     _grouped(out, findings_values(findings), lambda _v: "item_finding", _fact_key)
-    _grouped(out, excluded_values(excluded), lambda _v: "excluded", _each)
+    # one statement per left-out session: its date parts and part scores
+    _grouped(out, excluded_values(excluded), lambda _v: "excluded", _left_out)
     _grouped(out, onset_threshold_values(findings), lambda _v: "reference", _each)
 
 

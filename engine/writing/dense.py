@@ -345,7 +345,7 @@ def flags_text(
             + "; ".join(
                 f"patient {r['patient']}, visit {r['visit']}: {DOMAIN_WORDS[r['domain']]} item {r['item_label']} "
                 f"{fmt(r['value'])} "
-                f"(at or above {fmt(r['threshold'])}: {r['why']})"
+                f"(at or above {fmt(r['threshold'])})"
                 for r in red
             )
             + "."

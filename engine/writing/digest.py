@@ -4,7 +4,8 @@ In the order of ../shared/reference/clinical-summary-style.md: who and how much 
 assessments, period), the headline course (the UPDRS total first -> last, each part's direction
 and whether it passed the MCID; the PDQ-8 total and Summary Index, direction only), what matters
 now (items at 3 or 4 and current red flags at the latest assessment), the pertinent negatives,
-and what the reader must not miss about the data (possibly not examined, left out at import).
+and what the reader must not miss about the data (possibly not examined, left out at import with
+the scores, the reason and any direction the left-out session would change).
 Rendered from the clinical core's judgements and citing the statements it renders; every status
 word is the core's (engine.clinical.course, engine.clinical.findings).
 """
@@ -22,6 +23,7 @@ from engine.clinical.statements import Statement, Statements
 from engine.contexts import Contexts
 from engine.writing import dense
 from engine.writing.citing import cite
+from engine.writing.left_out import digest_clause
 from engine.writing.words import cap, item_label, month_year, part, period, series_list, where
 from kb_store.profiles import DOMAINS, INSTRUMENT_WORDS, UPDRS_DOMAINS
 
@@ -179,7 +181,10 @@ def _negatives(fd: Findings) -> str:
 
 
 def _data(
-    patient: int, ics: Sequence[InstrumentCourse], excluded: Sequence[Mapping[str, Any]]
+    patient: int,
+    ics: Sequence[InstrumentCourse],
+    excluded: Sequence[Mapping[str, Any]],
+    ctx: Contexts,
 ) -> str:
     out = []
     for ic in ics:
@@ -193,9 +198,11 @@ def _data(
         for d, dc in ic.domains.items():
             if dc.all_zero and d != "total":
                 out.append(f"{part(d)} 0 on every item at every assessment, possibly not examined")
-    if any(e.get("patient") == patient for e in excluded):
-        out.append("left out at data import, see the details")
-    return ("Data: " + "; ".join(out) + ".") if out else ""
+    text = ("Data: " + "; ".join(out) + ".") if out else ""
+    left = digest_clause(patient, ics, excluded, ctx)
+    if left:  # its own sentence: the visits named before do not carry into it
+        text += f" {cap(left)}." if text else f"Data: {left}."
+    return text.strip()
 
 
 def patient_digest(
@@ -211,7 +218,7 @@ def patient_digest(
     sents = [_who(patient, ics)]
     for ic in ics:
         sents.append(_updrs(ic, sts, ctx) if ic.instrument == "updrs" else _pdq8(ic, sts))
-    sents += [_now(fd), _negatives(fd), _data(patient, ics, excluded)]
+    sents += [_now(fd), _negatives(fd), _data(patient, ics, excluded, ctx)]
     return cite(" ".join(s for s in sents if s), _pool(sts, patient))
 
 

@@ -23,6 +23,7 @@ from engine.contexts import Contexts
 from engine.writing import dense
 from engine.writing.citing import cite, plain
 from engine.writing.digest import NOW_ITEMS
+from engine.writing.left_out import excluded_text
 from engine.writing.words import cap, item_label, where
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, INSTRUMENT_WORDS
 
@@ -237,7 +238,7 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
                     (
                         status,
                         f"{head} ({status}): {g.label}, first rated above zero at "
-                        f"{where(g.visits)} after zero at every earlier assessment ({g.why})"
+                        f"{where(g.visits)} after zero at every earlier assessment"
                         f"{unconfirmed}.",
                     )
                 )
@@ -248,7 +249,7 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
                 (
                     status,
                     f"{head} ({status}): {item_label(g.item_label)} at or above {fmt(g.threshold)} "
-                    f"at {where(g.visits)}{tail} ({g.why}){unconfirmed}.",
+                    f"at {where(g.visits)}{tail}{unconfirmed}.",
                 )
             )
     return paras
@@ -333,7 +334,6 @@ def patient_sections(
     courses: Mapping[tuple[int, str], InstrumentCourse],
     fd: Findings,
     ctx: Contexts,
-    excluded: Sequence[Mapping[str, Any]] = (),
     sts: Statements | None = None,
 ) -> list[Section]:
     """One patient's details under short headings, each finding once (what the digest says is
@@ -359,10 +359,7 @@ def patient_sections(
         if watch
         else "To monitor: no domain worsened or reached a moderate band, and no red flag is current."
     ]
-    data = []
-    ex = [e for e in excluded if e.get("patient") == patient]
-    if ex:
-        data.append(cite(excluded_sentence(ex), mine))
+    data = []  # the patient's left-out sessions are in the digest (engine.writing.left_out)
     if any(
         ctx.mcid_for(dc.profile, d) is not None and ctx.mcid[dc.profile][d].basis != "published"  # type: ignore[union-attr]
         for ic in ics
@@ -401,23 +398,10 @@ def patient_summary(
     courses: Mapping[tuple[int, str], InstrumentCourse],
     fd: Findings,
     ctx: Contexts,
-    excluded: Sequence[Mapping[str, Any]] = (),
     sts: Statements | None = None,
 ) -> str:
     """One patient's details (patient_sections) as one text."""
-    return render_sections(patient_sections(patient, courses, fd, ctx, excluded, sts))
-
-
-def excluded_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
-    """One sentence naming every session left out at ingest (no numbers: dates as written are
-    quoted, file rows named by file only, so the guard has nothing to misread)."""
-    parts = []
-    for r in rows:
-        inst = INSTRUMENT_WORDS.get(r.get("instrument", ""), r.get("instrument", "session"))
-        rule = str(r.get("rule", "")).replace("_", " ")
-        date = str(r.get("date", "")).split(" ")[0]
-        parts.append(f"a {inst} session dated {date} in {r.get('file')} ({rule})")
-    return "Left out at data import, see the Data report: " + "; ".join(parts) + "."
+    return render_sections(patient_sections(patient, courses, fd, ctx, sts))
 
 
 def trajectory_sections(st: Any, ctx: Contexts) -> list[Section]:
@@ -426,7 +410,8 @@ def trajectory_sections(st: Any, ctx: Contexts) -> list[Section]:
     shown = [p for p in st.plan.patients if p in st.findings]
     out: list[Section] = []
     for p in shown:
-        secs = patient_sections(p, st.courses, st.findings[p], ctx, st.excluded, sts)
+        # the digest states the patient's left-out sessions (engine.writing.left_out)
+        secs = patient_sections(p, st.courses, st.findings[p], ctx, sts)
         if len(shown) > 1:
             secs = [(f"Patient {p}, {head[:1].lower()}{head[1:]}", paras) for head, paras in secs]
         out += secs
@@ -455,12 +440,6 @@ def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
     if not flags.get("incongruence") and not flags.get("red_flags"):
         paras.append(dense.NO_FLAGS)
     return "\n\n".join(x for x in paras if x)
-
-
-def excluded_text(rows: Sequence[Mapping[str, Any]], sts: Statements | None = None) -> str:
-    """The sessions left out at ingest, citing their patients' statements."""
-    who = sorted({r.get("patient") for r in rows}, key=str)
-    return cite(excluded_sentence(rows), [s for p in who for s in sts.about(p)] if sts else [])
 
 
 def baseline_note(state: Any) -> str:

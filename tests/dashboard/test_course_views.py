@@ -40,8 +40,8 @@ def test_excluded_sessions_beside_the_chart_with_data_report_link(app, handle):
     assert frames[0].iloc[0]["rule"] == "implausible_date"
     links = [p for p in at.get("page_link") if "Data report" in p.proto.label]
     assert links and links[0].proto.page == "data"
-    # the summary names it too (the engine's sentence, grounded)
-    assert "Left out at data import" in _texts(at) and "1954/07/04" in _texts(at)
+    # the summary names it too (the engine's sentence, grounded; the parsed date, not the cell)
+    assert "session of 1954-07-04 left out for an implausible date" in _texts(at)
 
 
 def test_cohort_rank_by_widget_sets_the_statistic(app, handle, monkeypatch):
