@@ -68,6 +68,8 @@ def _who(patient: int, ics: Sequence[InstrumentCourse]) -> str:
         inst = INSTRUMENT_WORDS[ic.instrument]
         if ic.n == 1:
             parts.append(f"{inst} once, {month_year(ic.dates[0])}")
+        elif ic.dates[0] == ic.dates[-1]:  # kept as separate assessments in source-row order
+            parts.append(f"{inst} {ic.n} assessments on one day, {month_year(ic.dates[0])}")
         else:
             parts.append(f"{inst} {ic.n} assessments, {period(ic.dates)}")
     return f"Patient {patient}: " + "; ".join(parts) + "."
@@ -109,8 +111,10 @@ def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
     out = []
     if tot is not None and len(tot.points) > 1 and tot.change is not None:
         span = f"{fmt(tot.first.score)} to {fmt(tot.last.score)}"
-        if tot.unread_ends or tot.latest_suspect:
-            tail = " (parts partial or possibly not examined, not read as a change)"
+        if tot.unread_ends:
+            tail = " (parts partial, not read as a change)"
+        elif tot.latest_suspect:
+            tail = " (parts possibly not examined, not read as a change)"
         else:
             tail = f" (change {fmt_signed(tot.change.value)})"
         out.append("UPDRS total " + cite(span + tail, _change(sts, tot)))

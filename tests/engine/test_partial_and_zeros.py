@@ -144,8 +144,8 @@ def _caveated(engine, kb) -> tuple[list[int], list[int]]:
         r = engine.run(Plan((p,), "trajectory", ("updrs",)), guard=True)
         if "missing data" in r.summary:
             anywhere.append(p)
-        head = next((x for x in r.summary.split("\n\n") if x.startswith("UPDRS:")), "")
-        if "missing data" in head:
+        head = r.digest  # the opening text a clinician reads first
+        if "missing data" in head or "possibly not examined" in head:
             headline.append(p)
     return anywhere, headline
 

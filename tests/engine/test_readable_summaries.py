@@ -75,12 +75,14 @@ def passes_guard(r, text: str) -> bool:
 def test_framing_states_assessments_period_and_total(traj, ingest):
     r = traj(1)
     up = updrs_sessions(ingest, 1)
-    assert "UPDRS: 5 assessments from 2020-01-17 to 2020-10-05." in r.summary
+    # the digest says how much data and over which period (month year), the details the course
+    assert r.summary.startswith(r.digest)
+    assert "UPDRS 5 assessments, Jan 2020 to Oct 2020" in r.digest
     course = ", ".join(f"{total(s):g} (visit {s.visit})" for s in up)
     assert course == "40 (visit 1), 55 (visit 2), 17 (visit 3), 62 (visit 4), 0 (visit 5)"
     assert f"The UPDRS total (Parts I+II+III) went {course} (change -40)" in r.summary
     r23 = traj(23)
-    assert "PDQ-8: 3 assessments from 2019-12-06 to 2020-03-07." in r23.summary
+    assert "PDQ-8 3 assessments, Dec 2019 to Mar 2020" in r23.digest
     # PDQ-8 Summary Index = 100 x total / 32: 4 -> 12.50, 8 -> 25.00
     assert "PDQ-8 Summary Index at visit 1, 12.50 SI; at visit 3, 25.00 SI." in r23.summary
     assert passes_guard(r23, r23.summary)
@@ -116,17 +118,13 @@ def test_consistent_sub_threshold_worsening_is_said(traj):
 
 
 def test_latest_items_at_3_or_4_are_named(traj):
-    s3 = traj(3).summary
-    assert "Non-motor: pain severe (4)." in s3
-    assert "No incongruence or red-flag items were found" not in s3
-    s23 = traj(23).summary
-    items = next(p for p in s23.split("\n\n") if p.startswith("At visit 5, the latest assessment"))
-    for word in (
-        "anxious mood severe (4)",
-        "falling severe (4)",
-        "daytime sleepiness moderate (3)",
-    ):
-        assert word in items
+    # what matters now, in the digest: the items at 3 or 4 at the latest assessment, by part
+    d3 = traj(3).digest
+    assert "non-motor: pain 4" in d3
+    assert "No incongruence or red-flag items were found" not in traj(3).summary
+    now = _sentence(traj(23).digest, "Now, ")
+    for word in ("anxious mood 4", "falling 4", "daytime sleepiness 3"):
+        assert word in now
 
 
 def test_falls_red_flag_current_and_grouped(traj, engine):
@@ -168,8 +166,7 @@ def test_item_rises_since_first_assessment(traj):
 
 
 def test_pertinent_negatives_at_latest_visit(traj):
-    s = traj(23).summary
-    neg = next(p for p in s.split("\n\n") if ", without " in p)
+    neg = _sentence(traj(23).digest, "At visit ")
     assert neg.startswith("At visit 5, without ")
     assert "hallucinations" in neg and "falls" not in neg  # falling is 4 at visit 5
 
@@ -237,7 +234,7 @@ def test_same_day_sessions_are_separate_assessments(ingest, traj, engine):
     up = updrs_sessions(ingest, 88)
     assert [(s.source.row, s.visit, total(s)) for s in up] == [(122, 2, 47), (124, 3, 29)]
     s = traj(88).summary
-    assert "UPDRS: 2 assessments (visits 2 and 3) on 2020-11-02 (same day" in s
+    assert "UPDRS 2 assessments on one day, Nov 2020" in traj(88).digest
     assert "47 (visit 2), 29 (visit 3) (change -18)" in s
     top = engine.ask("Which patient has the highest UPDRS score?").cohort["ranking"]
     # the latest total (29, visit 3) has partial parts: no latest value, and no fall back to 47
@@ -357,7 +354,10 @@ def test_cli_statistic_flag_and_validation():
 def test_zero_session_after_nonzero_course_is_flagged(traj):
     r = traj(1)
     s = r.summary
-    assert "Possible missing data: every UPDRS item scored zero at visit 5" in s
+    assert (
+        "every item 0 at the latest assessment, possibly not examined, so no direction is read"
+        in r.digest
+    )
     motor = next(p for p in s.split("\n\n") if p.startswith("Motor examination"))
     assert "possibly missing data, not improvement" in motor
     assert "clinically meaningful improvement" not in motor
@@ -390,6 +390,15 @@ def _paras(s: str) -> list[str]:
     return s.split("\n\n")
 
 
+def _sentences(s: str) -> list[str]:
+    """The sentences of a text (the digest is one paragraph of short sentences)."""
+    return [x for x in re.split(r"(?<=\.)\s+", s) if x.strip()]
+
+
+def _sentence(s: str, start: str) -> str:
+    return next(x for x in _sentences(s) if x.startswith(start))
+
+
 def _negative_words():
     """word -> item code of the pertinent negatives (contexts/thresholds.json), MA-RAG profile."""
     import json
@@ -416,12 +425,10 @@ def test_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ingest
     up = {x.visit: x for x in updrs_sessions(ingest, 1)}
     assert total(up[5]) == 0 and total(up[4]) > 0  # visit 5: every item 0 after 62
     # (a) pertinent negatives from visit 4, the last session not in doubt, never from visit 5
-    assert not any(p.startswith("At visit 5, without") for p in _paras(s))
-    neg = [p for p in _paras(s) if ", without " in p]
+    assert "At visit 5, without" not in s
+    neg = [x for x in _sentences(s) if ", without " in x]
     assert len(neg) == 1
-    assert neg[0].startswith(
-        "At visit 4, the last assessment before possibly missing data at visit 5"
-    )
+    assert neg[0].startswith("At visit 4, the last before possibly missing data, without")
     words = _negative_words()
     expected = {w for w, c in words.items() if up[4].items.get(c) == 0}
     assert expected and set(_listed(neg[0])) == expected  # depressed mood only: the rest > 0
@@ -451,7 +458,7 @@ def test_suspect_last_session_asserts_no_absence_resolution_or_band(traj, ingest
     c = next(c for c in r.courses if c["instrument"] == "updrs")
     for d in ("motor", "adl", "nonmotor"):
         assert c["domains"][d]["band"] is None and c["domains"][d]["latest_suspect"]
-    assert "red flags not confirmed resolved (" in s
+    assert "red flags not confirmed resolved (" in s  # the To monitor line
     assert passes_guard(r, s)
 
 
@@ -462,7 +469,7 @@ def test_patient_2_motor_zero_everywhere_and_adl_zero_later(traj, ingest):
     assert up[1].items["FALL_PROB"] == 0 and up[1].items["FREEZE_GAIT_PROB"] == 0
     # ADL 2 -> 0 is a plausible change (below the 3-point rule), so its zeros are read:
     # normal at the latest assessment, and the negatives come from visit 3
-    nm = next(p for p in _paras(s) if p.startswith("At visit 3, without"))
+    nm = next(x for x in _sentences(s) if x.startswith("At visit 3, without"))
     assert "falls" in nm and "freezing" in nm and "hallucinations" in nm
     assert "before possibly missing data" not in s
     motor = next(p for p in _paras(s) if p.startswith("Motor examination"))
@@ -483,7 +490,7 @@ def test_no_patient_asserts_absence_or_resolution_from_suspect_data(engine, traj
     for p in engine.kb.patient_ids():
         r = traj(p)
         up = {x.visit: x for x in updrs_sessions(ingest, p)}
-        for par in _paras(r.summary):
+        for par in _paras(r.summary) + _sentences(r.digest):
             m = re.match(r"At visit (\d+)(,|\b).*?, without ", par)
             if m and ", without " in par:
                 v = int(m.group(1))
