@@ -22,7 +22,7 @@ from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
 from engine.state import NodeContext, State
 from engine.types import CohortAnswer, Fact, Flags, SeriesRow
-from engine.writing import dense, digest, left_out, readable
+from engine.writing import dense, digest, left_out, notes, readable
 from engine.writing.citing import plain
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS
 
@@ -140,7 +140,7 @@ def facts_summary(
         patients=state.plan.patients,
         flags=flags,
         cohort=state.cohort,
-        monitor=readable.patients_to_monitor(state),
+        monitor=notes.patients_to_monitor(state),
         sts=state.statements,
     )
     if mode == "trajectory":  # the details under headings; the dense form stays for QA
@@ -151,7 +151,7 @@ def facts_summary(
     else:
         head = digest.trajectory_digest(state, ctx.contexts)
         body = readable.readable_comparison(state, flags) if mode == "comparison" else dense_text
-    note = readable.baseline_note(state)
+    note = notes.baseline_note(state)
     if note:
         body = body + "\n\n" + note
     if state.excluded:

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.clinical.course import DomainCourse, InstrumentCourse, iter_courses
 from engine.clinical.findings import Findings
-from engine.clinical.monitor import MonitorItem, to_monitor
+from engine.clinical.monitor import to_monitor
 from engine.clinical.series import UNEVEN_SPACING, fmt, fmt_signed, opposite_signs
 from engine.clinical.statements import Statements
 from engine.contexts import Contexts
@@ -189,9 +189,19 @@ def _domain_paragraph(dc: DomainCourse) -> str:
     return text
 
 
-def _item_paragraphs(fd: Findings, listed: int = NOW_ITEMS) -> list[str]:
-    """Item changes: the items up two points or more; the items rated moderate or worse at the
-    latest assessment only when the digest could not name them all (more than `listed`)."""
+def _rise_sentence(r: Any) -> str:
+    return (
+        f"{cap(_dom(r.domain))}: {item_label(r.label)} increased by "
+        f"{fmt(r.value - (r.first_value or 0))} since visit {r.first_visit}, now {r.word}."
+    )
+
+
+def _item_paragraphs(
+    fd: Findings, listed: int = NOW_ITEMS, flagged: frozenset[str] = frozenset()
+) -> list[str]:
+    """Item changes: the items up two points or more that raised no red flag (a flagged item's
+    rise is said in its flag paragraph); the items rated moderate or worse at the latest
+    assessment only when the digest could not name them all (more than `listed`)."""
     paras: list[str] = []
     if len({h.item for h in fd.high}) > listed:
         by_visit: dict[int, dict[str, list[str]]] = {}
@@ -210,10 +220,8 @@ def _item_paragraphs(fd: Findings, listed: int = NOW_ITEMS) -> list[str]:
             )
     rises: dict[int, list[str]] = {}
     for r in sorted(fd.rises, key=lambda r: (r.visit, DOMAINS.index(r.domain), -r.value, r.label)):
-        rises.setdefault(r.visit, []).append(
-            f"{cap(_dom(r.domain))}: {item_label(r.label)} increased by "
-            f"{fmt(r.value - (r.first_value or 0))} since visit {r.first_visit}, now {r.word}."
-        )
+        if r.item not in flagged:
+            rises.setdefault(r.visit, []).append(_rise_sentence(r))
     for v, sents in rises.items():
         # one short sentence per item, each naming its part and reference visit
         paras.append(f"Items up two points or more by visit {v}. " + " ".join(sents))
@@ -221,20 +229,38 @@ def _item_paragraphs(fd: Findings, listed: int = NOW_ITEMS) -> list[str]:
 
 
 def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str, str]]:
-    """(status, paragraph) per red flag, grouped per item (one paragraph per rule). With
-    `patient`, each paragraph names the patient first (a text about several patients: a reading
-    is local to its paragraph, so the patient must be in it)."""
-    paras: list[tuple[str, str]] = []
+    """(status, paragraph) per red flag (one paragraph per rule), item by item."""
+    return [x for lst in _flag_by_item(fd, patient).values() for x in lst]
+
+
+def _item_flags(fd: Findings) -> list[str]:
+    """The flagged items, item by item: a paragraph per rule that raised it, the item's rise
+    (when it rose) said in its last one."""
+    rises = {r.item: r for r in fd.rises}
+    out = []
+    for item, lst in _flag_by_item(fd).items():
+        texts = [t for _, t in lst]  # one paragraph per rule: each keeps its visits in order
+        if item in rises:
+            texts[-1] += " " + _rise_sentence(rises[item])
+        out += texts
+    return out
+
+
+def _flag_by_item(fd: Findings, patient: int | None = None) -> dict[str, list[tuple[str, str]]]:
+    """item -> (status, sentence) of each rule that flagged it. With `patient`, each names the
+    patient first (a text about several patients: a reading is local to its paragraph)."""
+    paras: dict[str, list[tuple[str, str]]] = {}
     head = "Red flag" if patient is None else f"Patient {patient}, red flag"
     by_item: dict[str, list] = {}
     for g in fd.flags:
         by_item.setdefault(g.item, []).append(g)
-    for gs in by_item.values():
+    for item, gs in by_item.items():
         main = [g for g in gs if g.rule != "severe_item"] or gs
         status, unconfirmed = _flag_status(gs)
+        mine = paras.setdefault(item, [])
         for g in main:
             if g.rule.endswith("new_onset"):
-                paras.append(
+                mine.append(
                     (
                         status,
                         f"{head} ({status}): {g.label}, first rated above zero at "
@@ -245,7 +271,7 @@ def _flag_paragraphs(fd: Findings, patient: int | None = None) -> list[tuple[str
                 continue
             sev = [x for x in gs if x.rule == "severe_item" and x is not g]
             tail = f", severe at {where(sev[0].visits)}" if sev else ""
-            paras.append(
+            mine.append(
                 (
                     status,
                     f"{head} ({status}): {item_label(g.item_label)} at or above {fmt(g.threshold)} "
@@ -350,8 +376,10 @@ def patient_sections(
             if d in ic.domains:
                 part = sts.about(patient, d) if sts is not None else []
                 course.append(cite(_domain_paragraph(ic.domains[d]), part))
-    items = [cite(x, mine) for x in _item_paragraphs(fd)]
-    flags = [cite(text, mine) for _, text in _flag_paragraphs(fd)]
+    flags = [cite(text, mine) for text in _item_flags(fd)]
+    items = [
+        cite(x, mine) for x in _item_paragraphs(fd, flagged=frozenset(g.item for g in fd.flags))
+    ]
     # the one to-monitor judgement (engine.clinical.monitor), as the Provenance page's text has it
     watch = [dense.monitor_phrase(m) for m in to_monitor(ics, fd)]
     monitor = [
@@ -440,35 +468,6 @@ def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
     if not flags.get("incongruence") and not flags.get("red_flags"):
         paras.append(dense.NO_FLAGS)
     return "\n\n".join(x for x in paras if x)
-
-
-def baseline_note(state: Any) -> str:
-    """For baseline plans: which visit is each instrument's first assessment
-    (visit numbers are shared across instruments, baseline is per instrument)."""
-    if state.plan.visit_filter not in ("baseline", "baseline_vs_latest"):
-        return ""
-    words = INSTRUMENT_WORDS
-    out = []
-    for (p, inst), ic in sorted(state.courses.items()):
-        if ic.visits and ic.visits[0] != 1:
-            out.append(
-                cite(
-                    f"For patient {p}, the {words.get(inst, inst)} baseline is visit "
-                    f"{ic.visits[0]}, the first {words.get(inst, inst)} assessment (visits are "
-                    "numbered across instruments).",
-                    state.statements.about(p),
-                )
-            )
-    return " ".join(out)
-
-
-def patients_to_monitor(state: Any) -> list[MonitorItem]:
-    """The to-monitor items of every planned patient with a course (engine.clinical.monitor)."""
-    out: list[MonitorItem] = []
-    for p in state.plan.patients:
-        if p in state.findings:
-            out += to_monitor(list(iter_courses(dict(state.courses), p)), state.findings[p])
-    return out
 
 
 def final_given_facts(state: Any) -> str:

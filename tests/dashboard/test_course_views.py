@@ -175,3 +175,20 @@ def test_ask_in_words_selects_the_item_question(app, handle):
     at.button(key="parse_cohort").click().run()
     assert not at.exception, at.exception
     assert at.selectbox(key="item_concept").value == "hallucinations"
+
+
+def test_patient_page_shows_the_digest_then_the_details_in_expanders(app, handle):
+    """The digest on top (the summary box), each details section in its own expander."""
+    at = app.run()
+    at.button(key="run_patient").click().run()
+    assert not at.exception, at.exception
+    from dashboard import session
+
+    results = at.session_state[session.RESULTS]
+    result = results[at.session_state[session.CURRENT]]
+    assert result.digest and result.summary.startswith(result.digest)
+    labels = [e.label for e in at.expander]
+    heads = [h for h, _ in result.sections]
+    assert heads and heads[0] == "Course of each part"
+    assert [x for x in labels if x in heads] == heads  # one expander per section, in order
+    assert any(m.value.startswith(f"Patient {result.plan.patients[0]}: ") for m in at.markdown)
