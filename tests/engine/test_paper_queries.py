@@ -237,4 +237,6 @@ def test_through_chroma_kb_and_cli(sessions, tmp_path, capsys, engine):
         == 0
     )
     out = capsys.readouterr().out
-    assert "Patient 5." in out and "assessments from" in out and "Flags:" in out
+    # the digest first (who, how much data, the headline course), then the details
+    assert "Patient 5: UPDRS 4 assessments" in out and "UPDRS total" in out
+    assert "Course of each part:" in out and "Flags:" in out

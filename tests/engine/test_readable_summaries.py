@@ -156,10 +156,13 @@ def test_new_onset_hallucinations_and_dysregulation(traj):
 
 def test_item_rises_since_first_assessment(traj):
     s = traj(23).summary
+    # falling raised a red flag: its rise is said once, in its flag paragraph
     assert (
-        "Items up two points or more by visit 5. ADL: falling increased by 4 since visit 1, "
-        "now severe." in s
+        "Red flag (current): falling at or above 2 at visit 5, severe at visit 5. ADL: falling "
+        "increased by 4 since visit 1, now severe." in s
     )
+    # an item that raised no flag keeps its line under item changes
+    assert "Items up two points or more by visit 5. ADL: handwriting increased by 3" in s
 
 
 # ---- pertinent negatives -------------------------------------------------------------------------
