@@ -84,19 +84,6 @@ class Statement:
         )
         return obj
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "patient": self.patient,
-            "subject": self.subject,
-            "visits": list(self.visits),
-            "label": self.label,
-            "key": self.key,
-            "rules": list(self.rules),
-            "values": len(self.values),
-        }
-
 
 @dataclass
 class Statements:
@@ -164,9 +151,6 @@ class Statements:
         out = self._by_key.get((kind, patient, subject), [])
         return [s for s in out if visit is None or visit in s.visits]
 
-    def of_patient(self, kind: str, patient: int | None) -> list[Statement]:
-        return self._by_key.get((kind, patient, "*"), [])
-
     def about(self, patient: int | None, subject: str | None = None) -> list[Statement]:
         """What a text about one patient (and one part) may cite: that patient's statements (of
         that part, with its sessions and counts) and the run's statements of no patient
@@ -184,16 +168,13 @@ class Statements:
             got = self.memo[("ledger",)] = ledger_of(self.items)
         return got  # type: ignore[return-value]
 
-    def of_kinds(self, *kinds: str) -> list[Statement]:
-        return [s for s in self.items if s.kind in kinds]
-
     @property
     def key_facts(self) -> list[Statement]:
         return [s for s in self.items if s.key]
 
 
 def _keys(st: Statement) -> list[tuple]:
-    return [(st.kind, st.patient, st.subject), (st.kind, st.patient, "*")]
+    return [(st.kind, st.patient, st.subject)]
 
 
 def ledger_of(statements: Iterable[Statement]) -> list[FactValue]:
@@ -207,8 +188,3 @@ def ledger_of(statements: Iterable[Statement]) -> list[FactValue]:
                 seen.add(id(v))
                 out.append(v)
     return out
-
-
-def pool(statements: Sequence[Statement]) -> list[FactValue]:
-    """The values a text citing `statements` may state."""
-    return ledger_of(statements)

@@ -46,10 +46,6 @@ class Rendered:
         hits = [c for c in self.citations if c.start <= pos < c.end]
         return sorted(hits, key=lambda c: -c.depth)
 
-    @property
-    def cited_ids(self) -> set[str]:
-        return {i for c in self.citations for i in c.ids}
-
 
 _MARK = re.compile(f"{OPEN}([^{MID}]*){MID}|{CLOSE}")
 

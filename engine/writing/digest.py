@@ -27,9 +27,6 @@ from engine.writing.left_out import digest_clause
 from engine.writing.words import cap, item_label, month_year, part, period, series_list, where
 from kb_store.profiles import DOMAINS, INSTRUMENT_WORDS, UPDRS_DOMAINS
 
-#: the digest's word budget (the style guide's "at most about 100 words")
-DIGEST_WORDS = 100
-
 
 def _pool(sts: Statements | None, patient: int, subject: str | None = None) -> list[Statement]:
     return sts.about(patient, subject) if sts is not None else []
@@ -242,7 +239,3 @@ def cohort_digest(cohort: Mapping[str, Any], sts: Statements | None) -> tuple[st
         head = dense.cite_all(f"Cohort finding: {item_finding(cohort)}.", sts)
         return head, dense.item_text(cohort, sts, head="")
     return dense.cohort_head(cohort, sts), dense.cohort_details(cohort, sts)
-
-
-def word_count(text: str) -> int:
-    return len(text.split())

@@ -421,17 +421,6 @@ def render_sections(sections: Sequence[Section]) -> str:
     return "\n\n".join(out)
 
 
-def patient_summary(
-    patient: int,
-    courses: Mapping[tuple[int, str], InstrumentCourse],
-    fd: Findings,
-    ctx: Contexts,
-    sts: Statements | None = None,
-) -> str:
-    """One patient's details (patient_sections) as one text."""
-    return render_sections(patient_sections(patient, courses, fd, ctx, sts))
-
-
 def trajectory_sections(st: Any, ctx: Contexts) -> list[Section]:
     """The details of every planned patient (headings name the patient when there are several)."""
     sts: Statements = st.statements
@@ -448,11 +437,6 @@ def trajectory_sections(st: Any, ctx: Contexts) -> list[Section]:
     if ex:
         out.append(("Data", [cite(excluded_text(ex), [s for p in missing for s in sts.about(p)])]))
     return out
-
-
-def readable_trajectory(st: Any, ctx: Contexts) -> str:
-    """The trajectory details of every planned patient, its paragraphs citing their statements."""
-    return render_sections(trajectory_sections(st, ctx))
 
 
 def readable_comparison(st: Any, flags: Mapping[str, Sequence[dict]]) -> str:
