@@ -189,6 +189,7 @@ class Engine:
             summary_dense=state.summary_dense,
             digest=state.digest,
             sections=state.sections,
+            statements=state.statements,
         )
 
     def _excluded(self, patients: tuple[int, ...]) -> list[dict]:

@@ -370,6 +370,41 @@ def cohort_json(cohort: CohortAnswer | None) -> dict[str, Any] | None:
     return {k: v.to_list() if hasattr(v, "to_list") else v for k, v in cohort.items()}
 
 
+def statements_json(statements: Any) -> list[dict[str, Any]]:
+    """The run's statements as JSON (engine.clinical.statements.Statement, duck-typed here: the
+    clinical core imports this module). Each value is written by its identifying fields only."""
+    if statements is None:
+        return []
+    return [
+        {
+            "id": st.id,
+            "kind": st.kind,
+            "patient": st.patient,
+            "subject": st.subject,
+            "visits": list(st.visits),
+            "label": st.label,
+            "key": st.key,
+            "rules": list(st.rules),
+            "values": [
+                {
+                    k: v
+                    for k, v in (
+                        ("kind", fv.kind),
+                        ("value", fv.value),
+                        ("visit", fv.visit),
+                        ("domain", fv.domain),
+                        ("item", fv.item),
+                        ("date", fv.date),
+                    )
+                    if v is not None
+                }
+                for fv in st.values
+            ],
+        }
+        for st in statements
+    ]
+
+
 def empty_flags() -> Flags:
     return {"incongruence": [], "red_flags": []}
 
@@ -412,6 +447,9 @@ class Result:
     digest: str = ""
     #: the details that follow it, under short headings: (heading, paragraphs)
     sections: list[Any] = field(default_factory=list)
+    #: the run's statements (engine.clinical.statements.Statements): what the text, the charts,
+    #: the headline figures and the report render, each finding stated once
+    statements: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -436,4 +474,5 @@ class Result:
             "excluded_sessions": self.excluded_sessions,
             "courses": self.courses,
             "summary_dense": self.summary_dense,
+            "statements": statements_json(self.statements),
         }
