@@ -17,7 +17,7 @@ record has the shape of the prose checker's (engine.grounding.guard), which stay
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +51,7 @@ class _Claim:
     def supported(self) -> bool:
         return not self.reason
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, fv_dict: Any) -> dict[str, Any]:
         fv = self.matched[0] if self.matched else None
         return {
             "span": [self.tok.start, self.tok.end],
@@ -71,14 +71,24 @@ class _Claim:
             "status": "correct" if self.supported else "wrong",
             "reason": self.reason,
             "expected": [],
-            "matched": [_fv_dict(f) for f in self.matched[:MAX_MATCHED]],
+            "matched": [fv_dict(f) for f in self.matched[:MAX_MATCHED]],
             "matched_total": len(self.matched),
             "statements": list(self.ids),
         }
 
 
-def _fv_dict(f: FactValue) -> dict[str, Any]:
-    return dict(vars(f))
+class _ValueDicts:
+    """A ledger value as the record writes it, made once per run and value (the run's texts
+    match the same values again and again); the record's readers never change them."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, dict[str, Any]] = {}
+
+    def __call__(self, f: FactValue) -> dict[str, Any]:
+        got = self.made.get(id(f))
+        if got is None:
+            got = self.made[id(f)] = dict(vars(f))
+        return got
 
 
 def _role(text: str, tok: NumberToken, start: int) -> str:
@@ -93,51 +103,78 @@ def _role(text: str, tok: NumberToken, start: int) -> str:
 
 
 class _Pool:
-    """The values and identifiers of one citation's statements, indexed for lookup."""
+    """The values and identifiers of one citation's statements, indexed for lookup on first use
+    (by value, by visit, by date: a paragraph's citation is often asked one kind only)."""
 
     def __init__(self, sts: Sequence[Statement], values: Sequence[FactValue] | None = None):
         self.patients = {s.patient for s in sts}
         self.visits = {v for s in sts for v in s.visits}
-        self.exact: dict[float, list[FactValue]] = {}
-        self.size: dict[float, list[FactValue]] = {}
-        self.tolerant: dict[int, list[FactValue]] = {}  # by value in hundredths
-        self.visit_values: dict[float, list[FactValue]] = {}
-        self.at_visit: dict[float, list[FactValue]] = {}
-        self.dates: dict[str, list[FactValue]] = {}
-        self.months: dict[str, list[FactValue]] = {}
         if values is None:
             values = ledger_of(sts) if len(sts) != 1 else sts[0].values
-        for v in values:
-            if v.date:
-                self.dates.setdefault(v.date, []).append(v)
-                # "Jan 2020" and "2020" are the month and year of a session date
-                self.months.setdefault(v.date[:7], []).append(v)
-                self.months.setdefault(v.date[:4], []).append(v)
-            if v.visit is not None:
-                self.at_visit.setdefault(float(v.visit), []).append(v)
-            if v.kind == "visit":
-                self.visit_values.setdefault(float(v.value), []).append(v)
-            elif v.kind == "date":
-                continue
-            elif v.tolerance:
-                self.tolerant.setdefault(round(float(v.value) * 100), []).append(v)
-            else:
-                self.exact.setdefault(float(v.value), []).append(v)
-                self.size.setdefault(abs(float(v.value)), []).append(v)
+        self.all = values
+        self._by_value: tuple[dict, dict, dict] | None = None
+        self._by_visit: tuple[dict, dict] | None = None
+        self._by_date: tuple[dict, dict] | None = None
+
+    def by_value(self) -> tuple[dict, dict, dict]:
+        """(exact, size, tolerant): values by value, by size, and (those with a tolerance) by
+        value in hundredths."""
+        if self._by_value is None:
+            exact: dict[float, list[FactValue]] = {}
+            size: dict[float, list[FactValue]] = {}
+            tolerant: dict[int, list[FactValue]] = {}
+            for v in self.all:
+                if v.kind in ("visit", "date"):
+                    continue
+                if v.tolerance:
+                    tolerant.setdefault(round(float(v.value) * 100), []).append(v)
+                else:
+                    exact.setdefault(float(v.value), []).append(v)
+                    size.setdefault(abs(float(v.value)), []).append(v)
+            self._by_value = (exact, size, tolerant)
+        return self._by_value
+
+    def by_visit(self) -> tuple[dict, dict]:
+        """(visit values by visit index, every value by its visit)."""
+        if self._by_visit is None:
+            visit_values: dict[float, list[FactValue]] = {}
+            at_visit: dict[float, list[FactValue]] = {}
+            for v in self.all:
+                if v.visit is not None:
+                    at_visit.setdefault(float(v.visit), []).append(v)
+                if v.kind == "visit":
+                    visit_values.setdefault(float(v.value), []).append(v)
+            self._by_visit = (visit_values, at_visit)
+        return self._by_visit
+
+    def by_date(self) -> tuple[dict, dict]:
+        """(values by session date, by month and by year of it)."""
+        if self._by_date is None:
+            dates: dict[str, list[FactValue]] = {}
+            months: dict[str, list[FactValue]] = {}
+            for v in self.all:
+                if v.date:
+                    dates.setdefault(v.date, []).append(v)
+                    # "Jan 2020" and "2020" are the month and year of a session date
+                    months.setdefault(v.date[:7], []).append(v)
+                    months.setdefault(v.date[:4], []).append(v)
+            self._by_date = (dates, months)
+        return self._by_date
 
     def values(self, tok: NumberToken) -> list[FactValue]:
-        out = list(self.exact.get(tok.value, ()))
+        exact, size, tolerant = self.by_value()
+        out = list(exact.get(tok.value, ()))
         if not tok.signed:
             seen = {id(v) for v in out}
-            out += [v for v in self.size.get(tok.value, ()) if id(v) not in seen]
-        if not self.tolerant:
+            out += [v for v in size.get(tok.value, ()) if id(v) not in seen]
+        if not tolerant:
             return out
         near = round(tok.value * 100)
         keys = {near - 1, near, near + 1}
         if not tok.signed:
             keys |= {-near - 1, -near, -near + 1}
         for k in keys:
-            for v in self.tolerant.get(k, ()):
+            for v in tolerant.get(k, ()):
                 d = abs(float(v.value) - tok.value)
                 if not tok.signed:
                     d = min(d, abs(abs(float(v.value)) - tok.value))
@@ -147,12 +184,14 @@ class _Pool:
 
     def match(self, role: str, tok: NumberToken) -> list[FactValue]:
         if role == "date":
-            hit = self.dates.get(tok.date or "", []) or self.months.get(tok.date or "", [])
+            dates, months = self.by_date()
+            hit = dates.get(tok.date or "", []) or months.get(tok.date or "", [])
             return [v for v in hit if v.kind in _IDENT][:1] or hit[:1]
         if role == "visit":
-            hit = self.visit_values.get(tok.value, [])
+            visit_values, at_visit = self.by_visit()
+            hit = visit_values.get(tok.value, [])
             if hit or tok.value in self.visits:
-                return hit or self.at_visit.get(tok.value, [])[:1]
+                return hit or at_visit.get(tok.value, [])[:1]
             return []
         return self.values(tok)
 
@@ -202,22 +241,28 @@ def _narrow(claims: list[_Claim], sentence: Sequence[int]) -> None:
             continue
         if patient is not None and len({v.patient for v in c.matched}) > 1:
             c.matched = [v for v in c.matched if v.patient in (patient, None)] or c.matched
-        nxt = next((d for d in claims[i + 1 : i + 3] if d.role == "visit"), None)
+        j = next(
+            (j for j in range(i + 1, min(i + 3, len(claims))) if claims[j].role == "visit"), None
+        )
         visit = None
-        if nxt is not None and nxt.ids == c.ids and sentence[claims.index(nxt)] == sentence[i]:
-            visit = nxt.tok.value
+        if j is not None and claims[j].ids == c.ids and sentence[j] == sentence[i]:
+            visit = claims[j].tok.value
         elif sentence[i] in last_visit:
             visit = last_visit[sentence[i]]
         if visit is not None and len({v.visit for v in c.matched}) > 1:
             c.matched = [v for v in c.matched if v.visit in (visit, None)] or c.matched
 
 
-def _sentences(r: Rendered, claims: Sequence[_Claim]) -> list[dict[str, Any]]:
+def _sentences(r: Rendered, claims: Sequence[_Claim], fv_dict: Any) -> list[dict[str, Any]]:
     """One verdict per sentence; `citations` index the record's citation list."""
     out = []
+    starts = [c.tok.start for c in claims]  # in text order
+    cit_starts = [c.start for c in r.citations]  # sorted by start (engine.writing.citing.finish)
     for _p, a, b in split_sentences(r.text):
-        mine = [c for c in claims if a <= c.tok.start < b]
-        over = [k for k, c in enumerate(r.citations) if c.start < b and a < c.end]
+        mine = claims[bisect_left(starts, a) : bisect_left(starts, b)]
+        over = [
+            k for k in range(bisect_left(cit_starts, b)) if a < r.citations[k].end
+        ]  # the citations that start before the sentence ends and end after it starts
         cited = bool(over)
         bad = [c for c in mine if not c.supported]
         status = "unsupported" if bad else "supported" if cited else "neutral"
@@ -230,7 +275,7 @@ def _sentences(r: Rendered, claims: Sequence[_Claim]) -> list[dict[str, Any]]:
                 "status": status,
                 "reasons": [c.reason for c in bad],
                 # one matched value per number (the claims list them all)
-                "facts": [{"values": [_fv_dict(c.matched[0])]} for c in mine if c.matched],
+                "facts": [{"values": [fv_dict(c.matched[0])]} for c in mine if c.matched],
                 "citations": over,
             }
         )
@@ -274,10 +319,17 @@ def _coverage(claims: Sequence[_Claim], keys: Sequence[Statement]) -> dict[str, 
             if v.kind in _STATING or (flag and v.kind in ("threshold", "visit")):
                 by_value.setdefault(id(v), []).append(k.id)
     stated: set[str] = {k.id for k in keys if k.kind == "cohort" and not k.values}
+    key_ids = {k.id for k in keys}
+    cited_keys: dict[tuple[str, ...], set[str]] = {}  # per cited id set: the key ids in it
     for c in claims:
+        mine = cited_keys.get(c.ids)
+        if mine is None:
+            mine = cited_keys[c.ids] = key_ids.intersection(c.ids)
+        if not mine:
+            continue
         for v in c.matched:
             for sid in by_value.get(id(v), ()):
-                if sid in c.ids:
+                if sid in mine:
                     stated.add(sid)
     if any(k.kind == "cohort" for k in keys):
         cited = {i for c in claims for i in c.ids}
@@ -342,7 +394,10 @@ def rendered_record(
                 "expected": [],
             }
         )
-    sents = _sentences(r, claims)
+    fv_dict = pools.get(("value dicts",))
+    if fv_dict is None:
+        fv_dict = pools[("value dicts",)] = _ValueDicts()
+    sents = _sentences(r, claims, fv_dict)
     cov = _coverage(claims, _key_statements(sts, agent, plan_patients))
     removable = [
         {"text": s["text"], "span": s["span"], "reasons": s["reasons"]}
@@ -365,7 +420,7 @@ def rendered_record(
         "temporal_fidelity": _scoped_order(r, claims),
         "temporal_fidelity_strict": in_order(visits),
         "visit_mentions": visits,
-        "claims": [c.to_dict() for c in claims],
+        "claims": [c.to_dict(fv_dict) for c in claims],
         "statements": {
             "passed": st_passed,
             "coverage": cov["value"],
