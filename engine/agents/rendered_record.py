@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clinical.key_facts import DOMAIN_AGENTS
-from engine.clinical.statements import Statement, Statements, ledger_of
+from engine.clinical.statements import Statement, Statements
 from engine.grounding.numbers import NumberToken, extract_numbers, paper_tokens
 from engine.grounding.sentences import split_sentences
 from engine.metrics import in_order
@@ -102,79 +102,87 @@ def _role(text: str, tok: NumberToken, start: int) -> str:
     return "value"
 
 
-class _Pool:
-    """The values and identifiers of one citation's statements, indexed for lookup on first use
-    (by value, by visit, by date: a paragraph's citation is often asked one kind only)."""
+class _RunIndex:
+    """Every value of the run's statements, indexed once per run (by value, size, visit, date),
+    with the statements that state it and where: a citation's pool filters these."""
 
-    def __init__(self, sts: Sequence[Statement], values: Sequence[FactValue] | None = None):
+    def __init__(self, sts: Statements):
+        self.owners: dict[int, list[tuple[str, int]]] = {}
+        self.buckets: dict[tuple[str, object], list[FactValue]] = {}
+        for st in sts:
+            for pos, v in enumerate(st.values):
+                mine = self.owners.get(id(v))
+                if mine is None:
+                    self.owners[id(v)] = [(st.id, pos)]
+                    self._index(v)
+                else:
+                    mine.append((st.id, pos))
+
+    def _put(self, group: str, key: object, v: FactValue) -> None:
+        self.buckets.setdefault((group, key), []).append(v)
+
+    def _index(self, v: FactValue) -> None:
+        if v.date:
+            self._put("date", v.date, v)
+            # "Jan 2020" and "2020" are the month and year of a session date
+            self._put("month", v.date[:7], v)
+            self._put("month", v.date[:4], v)
+        if v.visit is not None:
+            self._put("at_visit", float(v.visit), v)
+        if v.kind == "visit":
+            self._put("visit", float(v.value), v)
+        elif v.kind == "date":
+            return
+        elif v.tolerance:
+            self._put("tolerant", round(float(v.value) * 100), v)
+        else:
+            self._put("exact", float(v.value), v)
+            self._put("size", abs(float(v.value)), v)
+
+
+class _Pool:
+    """The values and identifiers of one citation's statements, for lookup: the run's index
+    filtered to the values these statements state, in the order of the statements as cited and
+    of the values in each (the order of `ledger_of` over them); lookups are kept per token."""
+
+    def __init__(self, sts: Sequence[Statement], run: _RunIndex):
+        self.run = run
         self.patients = {s.patient for s in sts}
         self.visits = {v for s in sts for v in s.visits}
-        if values is None:
-            values = ledger_of(sts) if len(sts) != 1 else sts[0].values
-        self.all = values
-        self._by_value: tuple[dict, dict, dict] | None = None
-        self._by_visit: tuple[dict, dict] | None = None
-        self._by_date: tuple[dict, dict] | None = None
+        self.rank: dict[str, int] = {}
+        for i, s in enumerate(sts):
+            self.rank.setdefault(s.id, i)
+        self.found: dict[tuple, list[FactValue]] = {}
 
-    def by_value(self) -> tuple[dict, dict, dict]:
-        """(exact, size, tolerant): values by value, by size, and (those with a tolerance) by
-        value in hundredths."""
-        if self._by_value is None:
-            exact: dict[float, list[FactValue]] = {}
-            size: dict[float, list[FactValue]] = {}
-            tolerant: dict[int, list[FactValue]] = {}
-            for v in self.all:
-                if v.kind in ("visit", "date"):
-                    continue
-                if v.tolerance:
-                    tolerant.setdefault(round(float(v.value) * 100), []).append(v)
-                else:
-                    exact.setdefault(float(v.value), []).append(v)
-                    size.setdefault(abs(float(v.value)), []).append(v)
-            self._by_value = (exact, size, tolerant)
-        return self._by_value
-
-    def by_visit(self) -> tuple[dict, dict]:
-        """(visit values by visit index, every value by its visit)."""
-        if self._by_visit is None:
-            visit_values: dict[float, list[FactValue]] = {}
-            at_visit: dict[float, list[FactValue]] = {}
-            for v in self.all:
-                if v.visit is not None:
-                    at_visit.setdefault(float(v.visit), []).append(v)
-                if v.kind == "visit":
-                    visit_values.setdefault(float(v.value), []).append(v)
-            self._by_visit = (visit_values, at_visit)
-        return self._by_visit
-
-    def by_date(self) -> tuple[dict, dict]:
-        """(values by session date, by month and by year of it)."""
-        if self._by_date is None:
-            dates: dict[str, list[FactValue]] = {}
-            months: dict[str, list[FactValue]] = {}
-            for v in self.all:
-                if v.date:
-                    dates.setdefault(v.date, []).append(v)
-                    # "Jan 2020" and "2020" are the month and year of a session date
-                    months.setdefault(v.date[:7], []).append(v)
-                    months.setdefault(v.date[:4], []).append(v)
-            self._by_date = (dates, months)
-        return self._by_date
+    def _pick(self, group: str, key: object) -> list[FactValue]:
+        bucket = self.run.buckets.get((group, key))
+        if not bucket:
+            return []
+        rank, owners = self.rank, self.run.owners
+        hits = []
+        for v in bucket:
+            best = None
+            for sid, pos in owners[id(v)]:
+                r = rank.get(sid)
+                if r is not None and (best is None or (r, pos) < best):
+                    best = (r, pos)
+            if best is not None:
+                hits.append((best, v))
+        if len(hits) > 1:
+            hits.sort(key=lambda h: h[0])
+        return [v for _b, v in hits]
 
     def values(self, tok: NumberToken) -> list[FactValue]:
-        exact, size, tolerant = self.by_value()
-        out = list(exact.get(tok.value, ()))
+        out = self._pick("exact", tok.value)
         if not tok.signed:
             seen = {id(v) for v in out}
-            out += [v for v in size.get(tok.value, ()) if id(v) not in seen]
-        if not tolerant:
-            return out
+            out += [v for v in self._pick("size", tok.value) if id(v) not in seen]
         near = round(tok.value * 100)
         keys = {near - 1, near, near + 1}
         if not tok.signed:
             keys |= {-near - 1, -near, -near + 1}
         for k in keys:
-            for v in tolerant.get(k, ()):
+            for v in self._pick("tolerant", k):
                 d = abs(float(v.value) - tok.value)
                 if not tok.signed:
                     d = min(d, abs(abs(float(v.value)) - tok.value))
@@ -183,15 +191,20 @@ class _Pool:
         return out
 
     def match(self, role: str, tok: NumberToken) -> list[FactValue]:
+        key = (role, tok.value, tok.signed, tok.date)
+        got = self.found.get(key)
+        if got is None:
+            got = self.found[key] = self._match(role, tok)
+        return got
+
+    def _match(self, role: str, tok: NumberToken) -> list[FactValue]:
         if role == "date":
-            dates, months = self.by_date()
-            hit = dates.get(tok.date or "", []) or months.get(tok.date or "", [])
+            hit = self._pick("date", tok.date or "") or self._pick("month", tok.date or "")
             return [v for v in hit if v.kind in _IDENT][:1] or hit[:1]
         if role == "visit":
-            visit_values, at_visit = self.by_visit()
-            hit = visit_values.get(tok.value, [])
+            hit = self._pick("visit", tok.value)
             if hit or tok.value in self.visits:
-                return hit or at_visit.get(tok.value, [])[:1]
+                return hit or self._pick("at_visit", tok.value)[:1]
             return []
         return self.values(tok)
 
@@ -204,8 +217,12 @@ def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Clai
     for c in cits:  # innermost first
         pool = pools.get(c.ids)
         if pool is None:
-            whole = len(c.ids) == len(sts)  # a cohort text cites every statement of its run
-            pool = pools[c.ids] = _Pool([sts.get(i) for i in c.ids], sts.ledger if whole else None)
+            run = pools.get(("index",))
+            if run is None:
+                run = pools[("index",)] = _RunIndex(sts)
+            # a cohort text cites every statement of its run: those in the run's order
+            whole = len(c.ids) == len(sts)
+            pool = pools[c.ids] = _Pool(sts.items if whole else [sts.get(i) for i in c.ids], run)
         if role == "patient":  # an identifier: no ledger value to link
             if tok.value in pool.patients:
                 return _Claim(tok, role, [], c.ids)
