@@ -1,35 +1,32 @@
-"""Export of the current result, the entry point the pages call: a Markdown or a self-contained
-HTML report and CSV files. Pure functions of a Result; no Streamlit here.
+"""Export of the current result, the entry point the pages call: the printable report (PDF,
+HTML, Markdown), the verification record (JSON) and CSV files. No Streamlit here.
 
-Each report is one model (dashboard.report.model.Report, built once from the Result: summary with
-its grounding record, flags, table B, cohort answer, charts, provenance of every number, the fact
-table) rendered by its writer (dashboard.report.markdown_writer / html_writer). HTML charts are
-interactive Plotly HTML with plotly.js inlined once, so the report opens offline; the Markdown
-report lists the same numbers as tables (no images are needed).
+The report is the engine's (engine.report): the dashboard's downloads and `marag report` write
+the same document from the same result. The verification record is its own download, never
+inside the report.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pandas as pd
 
 from dashboard import tables
-from dashboard.clinical import ClinicalRefs
 from dashboard.number_links import link_numbers, links_table
-from dashboard.report.html_writer import CSS, write_html
-from dashboard.report.markdown_writer import write_markdown
-from dashboard.report.model import Report, build_report, report_figures
+from engine.report import render
 from engine.types import Result
 
+REPORT_MIME = {"pdf": "application/pdf", "html": "text/html", "md": "text/markdown"}
+
 __all__ = [
-    "CSS",
-    "Report",
-    "build_report",
+    "REPORT_MIME",
     "facts_csv",
     "provenance_csv",
-    "report_figures",
+    "report",
     "table_b_csv",
-    "to_html",
-    "to_markdown",
+    "verification_json",
 ]
 
 
@@ -45,19 +42,12 @@ def provenance_csv(result: Result) -> str:
     return pd.DataFrame(links_table(link_numbers(result))).to_csv(index=False)
 
 
-def to_markdown(result: Result) -> str:
-    """The current result as a Markdown report."""
-    return write_markdown(build_report(result))
+def report(result: Result, fmt: str, **context: Any) -> bytes:
+    """The printable report in `fmt` (pdf, html, md); `context`: kb_generation, user,
+    review_status (engine.report.build_report)."""
+    return render(result, fmt, **context)
 
 
-def to_html(
-    result: Result,
-    refs: ClinicalRefs | None = None,
-    *,
-    highlight: int | None = None,
-    include_charts: bool = True,
-) -> str:
-    """A self-contained HTML report (charts interactive, plotly.js inlined once)."""
-    return write_html(
-        build_report(result, refs, highlight=highlight, include_charts=include_charts)
-    )
+def verification_json(result: Result) -> str:
+    """The full released result with its verification record, as the audit trail stores it."""
+    return json.dumps(result.to_json(), default=str, indent=1)

@@ -11,7 +11,6 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import export, trail
-from dashboard.clinical import ClinicalRefs
 from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers, md_escape
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.types import Result
@@ -169,32 +168,35 @@ def summary_beside(result: Result) -> DeltaGenerator:
     return right
 
 
-def export_buttons(
-    result: Result, refs: ClinicalRefs, key: str, highlight: int | None = None
-) -> None:
-    """Markdown / HTML report and CSV downloads of the current result (built on click)."""
-    c1, c2, c3 = st.columns(3)
-    c1.download_button(
-        "Report (Markdown)",
-        lambda: export.to_markdown(result),
-        file_name="marag-report.md",
-        mime="text/markdown",
-        key=f"dl_md_{key}",
-        icon=":material/description:",
+def export_buttons(result: Result, key: str) -> None:
+    """The printable report (PDF, HTML, Markdown), the verification record (JSON) and the fact
+    table (CSV) of the current result, each built on click and recorded as an export."""
+    cols = st.columns(5)
+    labels = {"pdf": "Report (PDF)", "html": "Report (HTML)", "md": "Report (Markdown)"}
+    audit_fmt = {"pdf": "pdf", "html": "html", "md": "markdown"}
+    context = trail.report_context(result)  # now: the deferred callables run outside the script
+    for col, fmt in zip(cols, ("pdf", "html", "md"), strict=False):
+        col.download_button(
+            labels[fmt],
+            lambda fmt=fmt: export.report(result, fmt, **context),
+            file_name=f"marag-report.{fmt}",
+            mime=export.REPORT_MIME[fmt],
+            key=f"dl_{fmt}_{key}",
+            icon=":material/print:" if fmt == "pdf" else ":material/description:",
+            on_click=trail.record_export,  # every export is audited
+            args=(result, audit_fmt[fmt]),
+        )
+    cols[3].download_button(
+        "Verification record (JSON)",
+        lambda: export.verification_json(result),
+        file_name="marag-verification.json",
+        mime="application/json",
+        key=f"dl_json_{key}",
+        icon=":material/verified:",
         on_click=trail.record_export,  # every export is audited
-        args=(result, "markdown"),
+        args=(result, "json"),
     )
-    c2.download_button(
-        "Report (HTML, with charts)",
-        lambda: export.to_html(result, refs, highlight=highlight),
-        file_name="marag-report.html",
-        mime="text/html",
-        key=f"dl_html_{key}",
-        icon=":material/html:",
-        on_click=trail.record_export,  # every export is audited
-        args=(result, "html"),
-    )
-    c3.download_button(
+    cols[4].download_button(
         "Fact table (CSV)",
         lambda: export.facts_csv(result),
         file_name="marag-facts.csv",

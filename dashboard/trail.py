@@ -66,6 +66,28 @@ def record_release(result: Any, cfg: Any) -> bool:
     return True
 
 
+def report_context(result: Any) -> dict[str, Any]:
+    """What the printed report's header says beyond the result: the KB generation the release was
+    recorded against, this session's user and the release's review status in the trail."""
+    ctx: dict[str, Any] = {"user": identity().user, "review_status": "not recorded"}
+    entry_id = st.session_state.get(ENTRY_IDS, {}).get(id(result))
+    if entry_id is None:
+        return ctx
+    try:
+        audit = store()
+        entry = audit.get(entry_id)
+        review = audit.review_status([entry_id]).get(entry_id)
+    except AuditError:
+        return {**ctx, "review_status": f"unknown (audit entry #{entry_id})"}
+    ctx["kb_generation"] = entry.kb_generation if entry else None
+    if review is None:
+        ctx["review_status"] = f"not reviewed (audit entry #{entry_id})"
+    else:
+        verb = "signed off" if review.action != "reject" else "rejected"
+        ctx["review_status"] = f"{verb} by {review.user} (audit entry #{entry_id})"
+    return ctx
+
+
 def record_export(result: Any, fmt: str) -> None:
     """download_button callback: an export of the current result."""
     try:

@@ -16,6 +16,8 @@ from engine.audit.errors import AuditError
 from engine.config import Config
 from engine.llm.errors import BackendError
 
+STATISTICS = ["latest", "change", "slope_visit", "slope_year", "mean"]
+
 
 class UsageError(Exception):
     """A problem the user can fix; printed as one line, exit code 2."""
@@ -104,7 +106,7 @@ def _add_kb_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_query_parsers(sub: argparse._SubParsersAction) -> None:
-    """`marag plan` and `marag ask`."""
+    """`marag plan`, `marag ask` and `marag report`."""
     plan = sub.add_parser("plan", help="parse a query into a plan")
     plan.add_argument("query")
     plan.add_argument("--json", action="store_true")
@@ -117,7 +119,7 @@ def _add_query_parsers(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--json", action="store_true")
     ask.add_argument(
         "--statistic",
-        choices=["latest", "change", "slope_visit", "slope_year", "mean"],
+        choices=STATISTICS,
         default=None,
         help="cohort statistic to rank by (default: chosen from the query's words)",
     )
@@ -125,6 +127,17 @@ def _add_query_parsers(sub: argparse._SubParsersAction) -> None:
     _llm_flags(ask)
     audit_cli.add_user_flag(ask)  # audit trail: the user recorded
     audit_cli.add_audit_db_flag(ask)
+
+    rep = sub.add_parser("report", help="run a query and write its printable report")
+    rep.add_argument("query", nargs="?", default="")
+    _plan_flags(rep)
+    rep.add_argument("--format", choices=["pdf", "html", "md"], default="pdf")
+    rep.add_argument("--out", required=True, help="the file to write")
+    rep.add_argument("--statistic", choices=STATISTICS, default=None, help="as ask")
+    _common(rep)
+    _llm_flags(rep)
+    audit_cli.add_user_flag(rep)
+    audit_cli.add_audit_db_flag(rep)
 
 
 def _add_check_parser(sub: argparse._SubParsersAction) -> None:
@@ -142,7 +155,7 @@ def _add_check_parser(sub: argparse._SubParsersAction) -> None:
     )
     chk.add_argument(
         "--statistic",
-        choices=["latest", "change", "slope_visit", "slope_year", "mean"],
+        choices=STATISTICS,
         default=None,
         help="cohort statistic of the plan (as ask)",
     )
@@ -225,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if before is not None and rc == 0:  # audit trail: a KB build is recorded
                 audit_cli.record_kb_build(args, cfg, before)
             return rc
-        if args.command in ("plan", "ask"):
+        if args.command in ("plan", "ask", "report"):
             from engine import query_cli
 
             return getattr(query_cli, args.command)(args, cfg)

@@ -1,4 +1,5 @@
-"""`marag plan` and `marag ask`: parse flags, run the engine, print text or JSON.
+"""`marag plan`, `marag ask` and `marag report`: parse flags, run the engine, print text or JSON
+or write the printable report.
 
 Flags given to `ask` (--patients, --analysis, --instruments, --visits) override the rules-parsed
 plan; the engine then runs that plan without a planner node.
@@ -86,19 +87,21 @@ def plan_from_args(args: argparse.Namespace, parsed: Plan | None) -> Plan | None
     return Plan.from_dict(base, query=getattr(args, "query", "") or "")
 
 
-def ask(args: argparse.Namespace, cfg: Config) -> int:
+def _release(args: argparse.Namespace, cfg: Config, action: str) -> tuple[Any, Any]:
+    """Run the query or plan flags of `args` and record the result in the audit trail before
+    anything is shown or written; (result, audit entry)."""
     from engine.engine_factory import open_engine
     from engine.query_input import check_query
 
     query = check_query(getattr(args, "query", "") or "")
     if getattr(args, "patients", None) is not None:
         _csv_ints(args.patients)  # a bad list is an error before the engine loads
-    engine = open_engine(cfg)
     overrides = getattr(args, "patients", None) is not None or any(
         getattr(args, k, None) for k in ("analysis", "instruments", "visits", "statistic")
     )
     if not query and not overrides:
-        raise ValueError("ask needs a QUERY or plan flags (--patients, --analysis, ...)")
+        raise ValueError(f"{action} needs a QUERY or plan flags (--patients, --analysis, ...)")
+    engine = open_engine(cfg)
     if overrides:
         # plan flags given: the rules parser fills the other fields (no planner LLM call); ids are
         # checked once, on the final plan, so a flag can replace an id the query got wrong
@@ -113,7 +116,33 @@ def ask(args: argparse.Namespace, cfg: Config) -> int:
 
     entry = record(cfg, "ask", user=getattr(args, "user", None), result=result, plan=result.plan)
     print(f"[audit entry #{entry.id}]", file=sys.stderr)
-    # --- end audit trail ---
+    return result, entry
+
+
+def report(args: argparse.Namespace, cfg: Config) -> int:
+    """`marag report`: run as `ask`, record the release, write the printable report to --out."""
+    from pathlib import Path
+
+    from engine.report import render
+
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"report --out: folder {out.parent} does not exist")
+    result, entry = _release(args, cfg, "report")
+    data = render(
+        result,
+        args.format,
+        kb_generation=entry.kb_generation,
+        user=entry.user,
+        review_status=f"not reviewed (audit entry #{entry.id})",
+    )
+    out.write_bytes(data)
+    print(f"wrote {out} ({args.format}, {len(data):,} bytes)", file=sys.stderr)
+    return 0
+
+
+def ask(args: argparse.Namespace, cfg: Config) -> int:
+    result, _entry = _release(args, cfg, "ask")
     if getattr(args, "json", False):
         print(json.dumps(result.to_json(), default=str))
         return 0

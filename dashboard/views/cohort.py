@@ -118,7 +118,7 @@ with right:
     with st.expander("Per-domain statistics (each patient's latest scored visit)"):
         st.dataframe(stats, hide_index=True, key="cohort_stats")
 
-render.export_buttons(result, refs, "cohort", highlight=highlight)
+render.export_buttons(result, "cohort")
 st.page_link(
     "views/provenance.py",
     label="Where does each number come from? Open Provenance",

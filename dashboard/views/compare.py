@@ -75,7 +75,7 @@ with render.summary_beside(result):
             width="stretch",
         )
 
-render.export_buttons(result, refs, "compare")
+render.export_buttons(result, "compare")
 st.page_link(
     "views/provenance.py",
     label="Where does each number come from? Open Provenance",

@@ -70,7 +70,7 @@ with render.summary_beside(result):
         st.dataframe(tables.facts_frame(result.facts), hide_index=True, key="facts_table")
 
 similar_panel.render_similar(handle, result.plan.patients[0], list(result.plan.instruments))
-render.export_buttons(result, refs, "patient")
+render.export_buttons(result, "patient")
 st.page_link(
     "views/provenance.py",
     label="Where does each number come from? Open Provenance",

@@ -24,7 +24,8 @@ OUT = REPO / "test-output" / "screenshots"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def demo(tmp_path_factory):
+    """(dashboard URL, its KB folder)."""
     if not Path(shots.CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {shots.CHROMIUM} (make browser-deps installs it)")
     pytest.importorskip("playwright.sync_api")
@@ -32,10 +33,15 @@ def server(tmp_path_factory):
     n = shots.build_demo_kb(tmp / "kb")
     assert n > 0
     with shots.serve(tmp / "kb", log=tmp / "streamlit.log") as url:
-        yield url
+        yield url, tmp / "kb"
     if (tmp / "streamlit.log").exists():
         OUT.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp / "streamlit.log", OUT / "streamlit.log")
+
+
+@pytest.fixture(scope="module")
+def server(demo):
+    return demo[0]
 
 
 def test_pick_patient_run_trajectory_in_chromium(server):
@@ -109,3 +115,50 @@ def test_unknown_patient_link_runs_nothing_in_chromium(server):
         assert page.locator("[data-testid=stSelectbox]").filter(has_text="Patient").count() >= 1
         shots.screenshot(page, OUT / "04-bad-link.png")
         assert not errors, errors
+
+
+def _report_body(pdf: bytes) -> str:
+    """The PDF's text from its Summary heading on, without the page footers (the header table
+    names the user, the time and the audit entry, which differ between two releases)."""
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(pdf)
+    text = "\n".join(doc[i].get_textpage().get_text_range() for i in range(len(doc)))
+    lines = [ln for ln in text.splitlines() if "MA-RAG clinical summary - page" not in ln]
+    body = " ".join(" ".join(lines).split())
+    return body[body.index("Summary ") :]
+
+
+def test_pdf_report_download_matches_the_cli_report(demo, tmp_path, monkeypatch):
+    """The dashboard's "Report (PDF)" download is the report `marag report` writes for the same
+    plan: same pages from the Summary on; its header names patient 7 and the release's audit
+    entry; no verification JSON inside."""
+    from engine import cli
+
+    url, kb_dir = demo
+    with shots.browser() as page:
+        page.goto(url + "/?patient=7&run=1")
+        shots.wait_idle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+        with page.expect_download(timeout=60_000) as dl:
+            page.get_by_role("button", name="Report (PDF)").click()
+        path = tmp_path / "dashboard.pdf"
+        dl.value.save_as(path)
+    pdf = path.read_bytes()
+    assert pdf.startswith(b"%PDF-")
+    monkeypatch.setenv("MARAG_KB_DIR", str(kb_dir))
+    monkeypatch.setenv("MARAG_EMBEDDING", "hashing")
+    monkeypatch.setenv("MARAG_LLM", "facts")
+    monkeypatch.setenv("MARAG_AUDIT_DB", str(tmp_path / "cli-audit.sqlite3"))
+    out = tmp_path / "cli.pdf"
+    assert (
+        cli.main(["report", "--patients", "7", "--analysis", "trajectory", "--out", str(out)]) == 0
+    )
+    assert _report_body(pdf) == _report_body(out.read_bytes())
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(pdf)
+    assert 1 <= len(doc) <= 3
+    head = doc[0].get_textpage().get_text_range()
+    assert "Patient" in head and "7" in head and "audit entry #" in head
+    assert '"verification"' not in head

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
 
 import pandas as pd
 
 from dashboard import export, number_links, tables
-from dashboard.clinical import load_refs
 from engine.config import Config
 
 h = sys.modules["dash_helpers"]
@@ -68,15 +68,13 @@ def test_reports_contain_summary_flags_table_b_and_provenance():
 
     e = Engine(Config.load(env={}), h.kb(), None)
     r = e.run(Plan((3, 8), "comparison"))
-    md = export.to_markdown(r)
-    assert r.summary.splitlines()[0] in md
-    assert "## Table B (comparison)" in md and "| patient | visit |" in md
-    assert "Grounding check passed" in md
-    assert "Non-motor" in md or "nonmotor" in md  # the incongruence flag rows
-    refs = load_refs(Config.load(env={}).contexts_dir)
-    html = export.to_html(r, refs)
-    assert html.startswith("<!doctype html>") and 'class="worsened"' in html
-    assert "plotly" in html.lower() and html.count("<script") >= 1  # charts embedded
+    md = export.report(r, "md", user="dr.a").decode()
+    assert r.digest.split(".")[0] in md.replace("\\", "")
+    assert "## Current flags" in md and "Incongruence:" in md  # the incongruence flag rows
+    html = export.report(r, "html").decode()
+    assert html.startswith("<!DOCTYPE html>") and "<h2>Provenance</h2>" in html
+    record = json.loads(export.verification_json(r))
+    assert record["verification"] == r.verification and '"per_agent"' not in html
     facts = pd.read_csv(io.StringIO(export.facts_csv(r)))
     assert len(facts) == len(r.facts)
     assert set(facts.doc_id) == {f.doc_id for f in r.facts}
