@@ -99,7 +99,12 @@ for n, h in enumerate(hits, start=1):
             f"\u2014 score {h.score:.3f}"
         )
         st.caption(f"Why: {h.why}")
-        st.markdown(f"> {h.snippet}")
+        if h.negated:
+            st.warning(
+                f"The clinician note mentions {', '.join(h.negated)} only negated: not a finding.",
+                icon=":material/block:",
+            )
+        st.text(h.snippet)  # plain text: a note is never rendered as Markdown
         with st.expander("Provenance of this session"):
             unit = index.unit(h.doc_id)
             st.markdown(f"KB document `{h.doc_id}` \u00b7 source `{h.source}`")

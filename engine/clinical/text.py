@@ -51,3 +51,32 @@ def words(text: str) -> list[str]:
 def tokens(text: str) -> list[str]:
     """Stemmed content tokens of `text`, in order (stop words dropped)."""
     return [stem(w) for w in words(text) if w not in STOPWORDS]
+
+
+# A negation cue opens a scope of the next few words, closed early by clause punctuation or a
+# contrast word (NegEx's idea, simplified): "no significant non-motor difficulties", "without
+# hallucinations or delusions", "denies falls; reports tremor" (tremor is not negated).
+NEGATION_CUES = frozenset(
+    "no not without denies denied deny denying absent never neither nor none".split()  # noqa: SIM905
+)
+NEGATION_SCOPE = 5
+_SCOPE_END = frozenset("but however although though except yet".split())  # noqa: SIM905
+_WORD_OR_STOP = re.compile(r"[a-z]+|[.;:!?]")
+
+
+def negated_stems(text: str) -> frozenset[str]:
+    """Stems of `text` whose every occurrence lies inside a negation scope: a note saying only
+    "without hallucinations" mentions hallucination negated; "hallucinations at night, no falls"
+    mentions hallucination plainly and fall negated."""
+    plain: set[str] = set()
+    negated: set[str] = set()
+    scope = 0
+    for w in _WORD_OR_STOP.findall(text.lower()):
+        if not w[0].isalpha() or w in _SCOPE_END:
+            scope = 0
+        elif w in NEGATION_CUES:
+            scope = NEGATION_SCOPE
+        else:
+            (negated if scope > 0 else plain).add(stem(w))
+            scope = max(0, scope - 1)
+    return frozenset(negated - plain)

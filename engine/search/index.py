@@ -40,7 +40,7 @@ from engine.clinical.concepts import (
     resolve_item,
     severity_anchor,
 )
-from engine.clinical.text import STOPWORDS, stem, tokens, words
+from engine.clinical.text import STOPWORDS, negated_stems, stem, tokens, words
 from engine.search.bm25 import BM25Index
 from engine.search.dense import cosine, unit_rows
 from engine.search.fusion import rrf
@@ -87,6 +87,7 @@ class Hit:
     note_id: str | None = None
     source: str = ""
     ranks: dict = field(default_factory=dict)  # system -> rank (1-based) or None
+    negated: tuple[str, ...] = ()  # query words the clinician note mentions only negated
 
     def to_json(self) -> dict:
         return {
@@ -100,6 +101,7 @@ class Hit:
             "visit": self.visit,
             "note_id": self.note_id,
             "source": self.source,
+            "negated": list(self.negated),
         }
 
 
@@ -333,9 +335,14 @@ class SearchIndex:
             )
         stems = {stem(w): w for w in qwords}
         in_note = _matched(u.note.text, stems) if u.note is not None else []
+        neg = negated_stems(_note_body(u)) if in_note else frozenset()
+        negated = [w for w in in_note if stem(w) in neg]
+        in_note = [w for w in in_note if stem(w) not in neg]
         in_doc = _matched(u.doc.text, stems)
         if in_note:
             why.append("words in the clinician note: " + ", ".join(in_note))
+        if negated:
+            why.append("negated in the clinician note (not a finding): " + ", ".join(negated))
         if in_doc:
             why.append("words in the session document: " + ", ".join(in_doc))
         if ranks.get("bm25"):
@@ -343,7 +350,7 @@ class SearchIndex:
         d = float(raw["dense"][i])
         part = "clinician note" if float(raw["dense_note"][i]) >= d else "session document"
         why.append(f"dense #{ranks.get('dense')} (cosine {d:.2f}, {part})")
-        snippet = self._snippet(u, in_note, concepts)
+        snippet = self._snippet(u, in_note, concepts, negated)
         return Hit(
             patient=int(m["proj_id"]),
             visit=int(m["visit"]),
@@ -356,14 +363,21 @@ class SearchIndex:
             note_id=u.note.id if u.note is not None else None,
             source=str(m.get("source", "")),
             ranks=dict(ranks),
+            negated=tuple(negated),
         )
 
     @staticmethod
-    def _snippet(u: Unit, in_note: list[str], concepts: list[ConceptMatch]) -> str:
-        if u.note is not None and in_note:
-            body = u.note.text.split("clinician note:", 1)[-1].strip()
+    def _snippet(
+        u: Unit, in_note: list[str], concepts: list[ConceptMatch], negated: list[str]
+    ) -> str:
+        """The note sentence that mentions a query word plainly; else the scored item of a
+        named concept in the session document; a sentence that mentions the words only
+        negated is shown marked as such, never as the finding."""
+        body = _note_body(u)
+        if in_note:
             for sent in re.split(r"(?<=[.;])\s+", body):
-                if any(_matched(sent, {stem(w): w for w in in_note})):
+                plain = [w for w in in_note if stem(w) not in negated_stems(sent)]
+                if _matched(sent, {stem(w): w for w in plain}):
                     return _clip(sent)
         for c in concepts:
             if c.profile == u.meta.get("profile"):
@@ -371,9 +385,17 @@ class SearchIndex:
                 if at >= 0:
                     start = max(0, u.doc.text.rfind("(", 0, at) + 1)
                     return _clip(u.doc.text[start:])
+        if negated:
+            for sent in re.split(r"(?<=[.;])\s+", body):
+                if _matched(sent, {stem(w): w for w in negated}):
+                    return _clip(f"Negated mention ({', '.join(negated)}): {sent}")
         if u.note is not None:
-            return _clip(u.note.text.split("clinician note:", 1)[-1].strip())
+            return _clip(body)
         return _clip(u.doc.text)
+
+
+def _note_body(u: Unit) -> str:
+    return u.note.text.split("clinician note:", 1)[-1].strip() if u.note is not None else ""
 
 
 def _has_run(seq: list[str], sub: list[str]) -> bool:

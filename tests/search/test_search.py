@@ -9,7 +9,7 @@ import pytest
 
 from engine.cli import main
 from engine.clinical.concepts import match_concepts, severity_anchor
-from engine.clinical.text import tokens
+from engine.clinical.text import stem, tokens
 from engine.search import SearchFilters
 from engine.search.evaluation import QUERY_FILE, generate, marag_docs, ndcg_at, precision_at
 from engine.search.fusion import rrf
@@ -52,6 +52,60 @@ def test_negated_keyword_in_notes_does_not_outrank_the_item(index):
     assert any((_item(index, h, "HALLUCINATION") or 0) == 0 for h in noisy)
     hits = index.search("hallucinations", k=3)
     assert all((_item(index, h, "HALLUCINATION") or 0) > 0 for h in hits)
+
+
+def test_negated_mentions_are_never_shown_as_the_finding(index):
+    """A note that says "without hallucinations" is marked negated in the reason and the hit,
+    and its snippet is either another text (the scored item) or labelled a negated mention."""
+    hits = index.search("hallucinations", k=60, system="bm25")
+    negated = [h for h in hits if h.negated]
+    assert negated, "the study notes say 'without hallucinations'"
+    for h in hits:
+        note = index.unit(h.doc_id).note
+        plain = note is not None and "hallucination" in negated_stems_free(note.text)
+        if h.negated:
+            assert "negated in the clinician note (not a finding): hallucinations" in h.why
+            assert "words in the clinician note: hallucinations" not in h.why
+            assert "without hallucination" not in h.snippet.lower() or h.snippet.startswith(
+                "Negated mention (hallucinations):"
+            )
+            assert h.to_json()["negated"] == ["hallucinations"]
+        elif plain:
+            assert "words in the clinician note: hallucinations" in h.why
+
+
+def negated_stems_free(text: str) -> set[str]:
+    """Stems a note mentions at least once outside a negation (an independent reading: a word
+    counts as plain unless one of the four words before it in its clause is a cue)."""
+    import re
+
+    out = set()
+    for clause in re.split(r"[.;:!?]|\bbut\b", text.lower()):
+        ws = re.findall(r"[a-z]+", clause)
+        for i, w in enumerate(ws):
+            if not {"no", "not", "without", "denies", "never", "none", "nor"} & set(
+                ws[max(0, i - 5) : i]
+            ):
+                out.add(stem(w))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "negated", "plain"),
+    [
+        ("The patient reports no significant non-motor difficulties.", {"difficult"}, {"report"}),
+        ("Without hallucinations or delusions.", {"hallucin", "delusion"}, set()),
+        ("Hallucinations at night, no falls.", {"fall"}, {"hallucin", "night"}),
+        ("Denies falls; reports tremor.", {"fall"}, {"tremor"}),
+        ("No tremor but marked rigidity.", {"tremor"}, {"rigidit"}),
+        ("Hallucinations present; no hallucinations last week.", set(), {"hallucin"}),
+    ],
+)
+def test_negated_stems(text, negated, plain):
+    from engine.clinical.text import negated_stems
+
+    got = negated_stems(text)
+    assert negated <= got and not (plain & got), got
 
 
 def test_phrase_from_a_note_finds_the_notes_that_hold_it(index):
