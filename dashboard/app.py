@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import gate, services
 from dashboard.page import BACKEND_KEY
+from engine import logs
 
 st.set_page_config(
     page_title="MA-RAG clinician dashboard",
@@ -25,6 +26,7 @@ try:
 except ValueError as exc:
     st.error(f"The dashboard cannot start: invalid configuration. {exc}")
     st.stop()
+logs.configure(startup_config.log_level)  # the "marag" loggers (MARAG_LOG_LEVEL)
 
 # --- access control: refuse an open network bind, sign in, roles -> pages ---
 identity = gate.enter(startup_config)

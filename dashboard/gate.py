@@ -14,6 +14,7 @@ It returns the session's Identity and filters the pages to those its roles open.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from typing import Any
 
@@ -107,6 +108,11 @@ def enter(cfg: Config) -> Identity:
             except AuditError as e:
                 _refuse(f"Trusted-network mode must be recorded, and the audit trail failed: {e}")
         return ident
+    if importlib.util.find_spec("authlib") is None:
+        _refuse(
+            "Sign-in is configured ([auth] in secrets.toml) but Authlib, which Streamlit's "
+            "sign-in needs, is not installed: pip install 'marag[auth]'."
+        )
     return _signed_in(cfg)
 
 

@@ -8,14 +8,18 @@ exit 2 with one line on stderr.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
+from engine import logs
 from engine.audit import cli as audit_cli
 from engine.audit.errors import AuditError
 from engine.config import Config
 from engine.llm.errors import BackendError
 
+log = logging.getLogger("marag.cli")
 STATISTICS = ["latest", "change", "slope_visit", "slope_year", "mean"]
 
 
@@ -192,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="marag", description="Grounded MA-RAG summaries of Parkinson's assessments"
     )
+    ap.add_argument(
+        "--log-level",
+        dest="log_level",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        default=None,
+        help="level of the marag loggers on stderr (MARAG_LOG_LEVEL, default WARNING)",
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     _add_kb_parsers(sub)
     _add_query_parsers(sub)
@@ -201,10 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.search.search_cli import add_parsers as add_search_parsers
 
     add_search_parsers(sub, _common)
+    _add_dashboard_parser(sub)
     return ap
 
 
 CONFIG_KEYS = (
+    "log_level",
     "kb_dir",
     "chroma_url",
     "embedding",
@@ -216,6 +230,35 @@ CONFIG_KEYS = (
     "visit_window_days",
     "audit_db",
 )
+
+
+def _add_dashboard_parser(sub: argparse._SubParsersAction) -> None:
+    dash = sub.add_parser(
+        "dashboard", help="start the dashboard (the packaged Streamlit app and configuration)"
+    )
+    dash.add_argument("--port", type=int, default=8501)
+    dash.add_argument(
+        "--address", default=None, help="default 127.0.0.1 (the packaged configuration)"
+    )
+    _common(dash)
+    _llm_flags(dash)
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    """Replace this process by the dashboard's launcher (dashboard.launch, started as a module:
+    the engine never imports the dashboard). Flags reach it as MARAG_* variables."""
+    env = dict(os.environ)
+    for key in CONFIG_KEYS:
+        value = getattr(args, key, None)
+        if value is not None:
+            env[f"MARAG_{key.upper()}"] = str(value)
+    argv = [sys.executable, "-m", "dashboard.launch", "--port", str(args.port)]
+    if args.address:
+        argv += ["--address", args.address]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, argv, env)
+    return 1  # pragma: no cover - execve does not return
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -230,6 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         cfg = config_from_args(args)
+        logs.configure(cfg.log_level)
+        log.info("marag %s (llm=%s, kb=%s)", args.command, cfg.llm, cfg.chroma_url or cfg.kb_dir)
+        if args.command == "dashboard":
+            return _dashboard(args)
         if args.command == "kb":
             from kb_store import kb_cli
 

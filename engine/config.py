@@ -67,6 +67,8 @@ class Config:
     #: pipeline runs one dashboard process runs at once for thread-safe backends (facts, openai);
     #: the local model always runs one at a time, with a queue
     max_concurrent_runs: int = 8
+    #: level of the "marag" loggers (engine.logs): DEBUG, INFO, WARNING, ERROR
+    log_level: str = "WARNING"
 
     def __post_init__(self) -> None:
         if self.max_new_tokens == 0:

@@ -23,6 +23,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 LLM_CHOICES = ("facts", "local", "openai")
 EMBEDDING_CHOICES = ("minilm", "hashing")
 PLANNER_CHOICES = ("rules", "llm")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 DEVICE_RE = re.compile(r"auto|cpu|mps|cuda(?::[0-9]{1,2})?")
 #: Chroma: 3-512 characters of [a-zA-Z0-9._-], starting and ending with a letter or digit
 COLLECTION_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]")
@@ -78,6 +79,9 @@ _RULES: dict[str, Callable[[Any], str | None]] = {
         else "not a Chroma collection name (3-512 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)"
     ),
     "openai_model": lambda v: None if v.strip() else "blank",
+    "log_level": lambda v: (
+        None if v.upper() in LOG_LEVELS else f"not one of {', '.join(LOG_LEVELS)}"
+    ),
 }
 
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+import time
 from typing import Any
 
 from engine.config import Config
 from engine.types import Plan
+
+log = logging.getLogger("marag.query")
 
 
 def _csv_ints(text: str) -> tuple[int, ...]:
@@ -102,6 +106,7 @@ def _release(args: argparse.Namespace, cfg: Config, action: str) -> tuple[Any, A
     if not query and not overrides:
         raise ValueError(f"{action} needs a QUERY or plan flags (--patients, --analysis, ...)")
     engine = open_engine(cfg)
+    started = time.perf_counter()
     if overrides:
         # plan flags given: the rules parser fills the other fields (no planner LLM call); ids are
         # checked once, on the final plan, so a flag can replace an id the query got wrong
@@ -116,6 +121,16 @@ def _release(args: argparse.Namespace, cfg: Config, action: str) -> tuple[Any, A
 
     entry = record(cfg, "ask", user=getattr(args, "user", None), result=result, plan=result.plan)
     print(f"[audit entry #{entry.id}]", file=sys.stderr)
+    log.info(
+        "%s: %s for patients %s in %.2f s (%s backend, %d model calls), audit entry #%d",
+        action,
+        result.plan.analysis,
+        list(result.plan.patients) or "all",
+        time.perf_counter() - started,
+        result.backend,
+        result.llm_calls,
+        entry.id,
+    )
     return result, entry
 
 

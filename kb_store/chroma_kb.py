@@ -75,7 +75,7 @@ from kb_store.kb_location import KBMissingError, current_generation, read_manife
 from kb_store.kb_lock import KBBusyError, write_lock
 from kb_store.model import Session
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("marag.kb")
 
 PARTIAL = ".partial"  # in a generation directory while a build writes it; removed before the switch
 EMBED_BATCH = 1000  # texts per embedding call and per upsert (fewer, larger Chroma writes)

@@ -37,7 +37,7 @@ from kb_store.embeddings import make_embedding_function
 from kb_store.kb_health import KBCorruptError, one_line
 from kb_store.kb_location import KBMissingError, current_generation, kb_exists, read_manifest
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("marag.kb")
 
 RESOLVE_ATTEMPTS = 20  # server mode: waits for the live collection name during a swap
 RESOLVE_WAIT_S = 0.1

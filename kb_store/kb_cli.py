@@ -10,9 +10,14 @@ the user can fix raise ValueError subclasses (the CLI prints one line and exits 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
+import shutil
+import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -20,6 +25,8 @@ from kb_store import synth as synth_mod
 from kb_store.exclusions import excluded_from_ingest, write_excluded
 from kb_store.ingest_report import IngestResult, format_report, report_dict
 from kb_store.settings import KBSettings
+
+log = logging.getLogger("marag.kb")
 
 SYNTHETIC = "synthetic"
 REPORT_TXT = "validation_report.txt"
@@ -95,6 +102,29 @@ def build(args: argparse.Namespace, kb: KBSettings) -> int:
         return _build(args, kb)
 
 
+@contextlib.contextmanager
+def embedding_bar() -> Iterator[Callable[[int, int], None]]:
+    """A tqdm bar on stderr for the documents embedded (a build embeds for a minute or two); it
+    draws only on a terminal, and its closing line is logged."""
+    from tqdm import tqdm
+
+    width = shutil.get_terminal_size((100, 20)).columns  # a terminal that reports 0 columns
+    bar = tqdm(total=0, unit="doc", desc="embedding", file=sys.stderr, disable=None, ncols=width)
+    seen = [0, 0]  # done, total (tqdm counts nothing when it is disabled off a terminal)
+
+    def progress(done: int, total: int) -> None:
+        if seen[1] != total:
+            bar.reset(total=total)
+        bar.update(done - seen[0])
+        seen[:] = [done, total]
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+        log.info("embedded %d of %d documents", *seen)
+
+
 def _build(args: argparse.Namespace, kb: KBSettings) -> int:
     if args.if_missing and kb.exists():
         print(
@@ -119,7 +149,8 @@ def _build(args: argparse.Namespace, kb: KBSettings) -> int:
             f"no valid sessions in the sources ({sev.get('error', 0)} errors); "
             "run `marag kb report` for the full report"
         )
-    stats = kb.build(result.sessions)
+    with embedding_bar() as progress:
+        stats = kb.build(result.sessions, progress=progress)
     txt, js = write_reports(result, Path(kb.kb_dir))
     # the sessions rejected at ingest, for every answer that names their patient
     write_excluded(excluded_from_ingest(result, resolve_sources(args.source)), Path(kb.kb_dir))

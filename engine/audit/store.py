@@ -206,7 +206,13 @@ class AuditStore:
             event.listen(self.engine, "connect", _sqlite_connect)
             event.listen(self.engine, "begin", _sqlite_begin)
         elif self.dialect == "postgresql":
-            self.engine = sa.create_engine(url, pool_pre_ping=True)
+            try:
+                self.engine = sa.create_engine(url, pool_pre_ping=True)
+            except ModuleNotFoundError as exc:
+                raise AuditError(
+                    f"the PostgreSQL audit trail needs the driver {exc.name!r}, which is not "
+                    "installed: pip install 'marag[postgres]'"
+                ) from None
         else:
             raise ValueError(
                 f"MARAG_AUDIT_DB must be a SQLite path or a sqlite:// / postgresql:// URL, got {url!r}"

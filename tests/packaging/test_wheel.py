@@ -82,3 +82,35 @@ def test_wheel_installs_and_marag_ask_runs(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert '"plan"' in r.stdout and '"summary"' in r.stdout
+
+    # `marag dashboard` serves the installed app with the packaged configuration
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (work / "dashboard.log").open("wb")
+    denv = {**env, "MARAG_KB_DIR": str(work / "kb"), "MARAG_EMBEDDING": "hashing"}
+    proc = subprocess.Popen(
+        [marag, "dashboard", "--port", str(port)], cwd=work, env=denv, stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, (work / "dashboard.log").read_text()[-2000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, (work / "dashboard.log").read_text()[-2000:]
+                time.sleep(0.5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+    text = (work / "dashboard.log").read_text()
+    assert f"marag dashboard: {venv}" in text and "with streamlit_config.toml" in text, text[:500]

@@ -198,6 +198,6 @@ def test_cli_search_json_contract_and_errors(marag_kb_dir, capsys):
         (["search", "falls", "--patients", "999"], "unknown patient"),
     ):
         capsys.readouterr()
-        assert main([*argv, "--kb-dir", str(marag_kb_dir)]) == 2
+        assert main([*argv, "--kb-dir", str(marag_kb_dir), "--embedding", "hashing"]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and msg in err, err
