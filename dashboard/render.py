@@ -11,8 +11,11 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import export, trail
+from dashboard.headline import headline_figures
 from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers, md_escape
+from dashboard.table_columns import show_table
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
+from engine.report.model import latest_red_flags
 from engine.types import Result
 from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAIN_LABELS
@@ -118,13 +121,32 @@ def flags_panel(result: Result) -> None:
                 for r in inc:
                     st.markdown(f"- {flag_line(r)}")
         if red:
-            st.warning(
-                f"**{len(red)} red-flag item{'s' if len(red) != 1 else ''}**",
-                icon=":material/flag:",
-            )
-            with st.container(height=min(40 + 56 * len(red), 260), border=False):
-                for r in red:
-                    st.markdown(f"- {flag_line(r)}")
+            _red_flag_items(red)
+
+
+def _red_flag_items(red: list[dict[str, Any]]) -> None:
+    """Red flags one per patient and item (its latest flagged visit): current ones first, the
+    items flagged earlier but not at the latest assessment apart, collapsed."""
+    current, earlier = latest_red_flags({"red_flags": red})
+    if current:
+        st.warning(
+            f"**{len(current)} current red-flag item{'s' if len(current) != 1 else ''}** "
+            "(at or above the flag threshold at the latest assessment)",
+            icon=":material/flag:",
+        )
+        with st.container(height=min(40 + 56 * len(current), 260), border=False):
+            for r in current:
+                st.markdown(f"- {flag_line(r)}")
+    else:
+        st.success("No current red-flag items.", icon=":material/check_circle:")
+    if earlier:
+        label = (
+            f"{len(earlier)} earlier red-flag item{'s' if len(earlier) != 1 else ''}, "
+            "not flagged at the latest assessment"
+        )
+        with st.expander(label, expanded=False):
+            for r in earlier:
+                st.markdown(f"- {flag_line(r)}")
 
 
 def excluded_panel(result: Result) -> None:
@@ -137,7 +159,7 @@ def excluded_panel(result: Result) -> None:
         f"**{len(rows)} session{'s' if len(rows) != 1 else ''} left out at data import**",
         icon=":material/block:",
     )
-    st.dataframe(
+    show_table(
         [
             {k: r.get(k) for k in ("patient", "instrument", "date", "file", "row", "rule")}
             for r in rows
@@ -158,6 +180,7 @@ def screening_notes(result: Result) -> None:
 def summary_beside(result: Result) -> DeltaGenerator:
     """The summary and its screening notes on the left; returns the right-hand column, which
     starts with the flags, for the page's own charts and tables."""
+    headline_row(result)
     left, right = st.columns([2, 3], gap="large")
     with left:
         summary_panel(result)
@@ -206,3 +229,24 @@ def export_buttons(result: Result, key: str) -> None:
         on_click=trail.record_export,  # every export is audited
         args=(result, "facts_csv"),
     )
+
+
+def headline_row(result: Result) -> None:
+    """The headline figures (dashboard.headline) as one row of st.metric per patient, above the
+    summary; a page of several patients labels each row."""
+    patients = list(result.plan.patients)[:4]
+    for p in patients:
+        figures = headline_figures(result, p)
+        if not figures:
+            continue
+        if len(patients) > 1:
+            st.caption(f"Patient {p}")
+        cols = st.columns(len(figures), border=True)
+        for col, h in zip(cols, figures, strict=True):
+            col.metric(
+                h.label,
+                h.value,
+                h.delta,
+                delta_color="inverse" if h.worse_up else "normal",
+                help=h.help or None,
+            )

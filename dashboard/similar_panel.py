@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard import search_services
 from dashboard.services import EngineHandle
 from dashboard.similar_chart import similar_trajectories_figure
+from dashboard.table_columns import show_table
 from kb_store.profiles import DOMAIN_LABELS
 
 DESCRIPTIVE = (
@@ -46,7 +47,7 @@ def render_similar(handle: EngineHandle, patient: int, instruments: list[str]) -
             for i, n in enumerate(result.neighbours, start=1)
         ]
     )
-    st.dataframe(table, hide_index=True, key="similar_table")
+    show_table(table, hide_index=True, key="similar_table")
     domains = sorted({r["domain"] for r in rows}, key=list(DOMAIN_LABELS).index)
     if not domains:
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -200,11 +201,24 @@ def show_parsed_note() -> None:
         st.info(note, icon=":material/edit_note:")
 
 
+def _shown_key(page: str) -> str:
+    return f"marag_result_shown_{page}"
+
+
+def plan_box(page: str) -> Any:
+    """The plan form's container: open until the page shows a result, then collapsed into an
+    expander so the page opens with the result (the Run button stays below it)."""
+    if not st.session_state.get(_shown_key(page)):
+        return st.container(border=True, key="plan_box")
+    return st.expander("Plan: patients, analysis, instruments, visits", icon=":material/tune:")
+
+
 def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | None:
     """The Run button and progress per pipeline node; returns the stored result for this plan and
     backend (no engine run when one is stored), or the new one after Run. Nothing runs and nothing
     is returned in the script run that opened a bad link (dashboard.link_params)."""
     if plan is None or session.link_rejected():
+        st.session_state[_shown_key(page)] = False
         st.button(
             "Run", type="primary", key=f"run_{page}", icon=":material/play_arrow:", disabled=True
         )
@@ -228,6 +242,7 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
     if not (clicked or auto):
         if existing is not None:
             session.set_current(plan, backend)
+        st.session_state[_shown_key(page)] = existing is not None
         return existing
     starts: dict[str, float] = {}
     with st.status(
@@ -270,6 +285,12 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
             f"{'s' if result.llm_calls != 1 else ''} ({backend})",
             state="complete",
         )
+    return _release(plan, backend, result, page)
+
+
+def _release(plan: Plan, backend: str, result: Result, page: str) -> Result | None:
+    """Record the new result in the audit trail before it is shown, store it, and draw the page
+    again with the plan form collapsed."""
     # --- audit trail: a result is recorded before it is shown ---
     from dashboard import trail
 
@@ -278,6 +299,9 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
     # --- end audit trail ---
     session.store_result(plan, backend, result)
     st.query_params["run"] = "1"
+    if not st.session_state.get(_shown_key(page)):
+        st.session_state[_shown_key(page)] = True
+        st.rerun()  # the result is stored: the rerun shows it without running again
     return result
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import charts, link_params, render, session, tables, widgets
 from dashboard.page import open_analysis_page
+from dashboard.table_columns import show_table
 
 ANALYSES = ("cohort",)
 QUESTIONS = [
@@ -33,7 +34,7 @@ cfg, handle, refs, ids = open_analysis_page(
     analyses=ANALYSES,
     link=link_params.PageLink("cohort_patients", statistic=True),
 )
-with st.container(border=True, key="plan_box"):
+with widgets.plan_box("cohort"):
     question = st.selectbox(
         "Cohort question",
         QUESTIONS,
@@ -93,9 +94,9 @@ answer, ranking, stats = session.derived(
 )
 with right:
     st.subheader("Answer")
-    st.dataframe(answer, hide_index=True, key="cohort_answer")
+    show_table(answer, hide_index=True, key="cohort_answer")
     st.subheader("Ranking")
-    st.dataframe(ranking, hide_index=True, key="cohort_ranking", height=260)
+    show_table(ranking, hide_index=True, key="cohort_ranking", height=260)
     st.subheader("Slopes")
     in_result = sorted({f.patient for f in result.facts})
     highlight = st.selectbox(
@@ -116,7 +117,7 @@ with right:
         width="stretch",
     )
     with st.expander("Per-domain statistics (each patient's latest scored visit)"):
-        st.dataframe(stats, hide_index=True, key="cohort_stats")
+        show_table(stats, hide_index=True, key="cohort_stats")
 
 render.export_buttons(result, "cohort")
 st.page_link(

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import charts, link_params, render, tables, widgets
 from dashboard.page import open_analysis_page
+from dashboard.table_columns import show_table
 
 ANALYSES = ("comparison",)
 
@@ -18,7 +19,7 @@ cfg, handle, refs, ids = open_analysis_page(
     analyses=ANALYSES,
     link=link_params.PageLink("patients"),
 )
-with st.container(border=True, key="plan_box"):
+with widgets.plan_box("compare"):
     patients = st.multiselect(
         "Patients (two or more)", ids, default=ids[:2], key="patients", bind="query-params"
     )
@@ -43,7 +44,7 @@ with render.summary_beside(result):
         "stable = smaller than the domain's MCID."
     )
     tb = tables.table_b_frame(result)
-    st.dataframe(tables.style_changes(tb), hide_index=True, key="table_b")
+    show_table(tables.style_changes(tb), hide_index=True, key="table_b")
     st.subheader("Trajectories")
     o1, o2 = st.columns(2)
     side = o1.toggle("Side by side (one chart per patient)", value=False, key="side_by_side")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import charts, link_params, render, similar_panel, tables, widgets
 from dashboard.page import open_analysis_page
+from dashboard.table_columns import show_table
 
 ANALYSES = ("trajectory", "single_session")
 
@@ -18,7 +19,7 @@ cfg, handle, refs, ids = open_analysis_page(
     analyses=ANALYSES,
     link=link_params.PageLink("patient", single_patient=True, analyses=ANALYSES),
 )
-with st.container(border=True, key="plan_box"):
+with widgets.plan_box("patient"):
     c1, c2 = st.columns([1, 2])
     patient = c1.selectbox("Patient", ids, key="patient", bind="query-params")
     analysis = c2.radio(
@@ -67,7 +68,7 @@ with render.summary_beside(result):
             width="stretch",
         )
     with t3:
-        st.dataframe(tables.facts_frame(result.facts), hide_index=True, key="facts_table")
+        show_table(tables.facts_frame(result.facts), hide_index=True, key="facts_table")
 
 similar_panel.render_similar(handle, result.plan.patients[0], list(result.plan.instruments))
 render.export_buttons(result, "patient")

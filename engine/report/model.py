@@ -72,15 +72,28 @@ def _analysis(result: Result) -> str:
     return f"{p.analysis}, {vf}"
 
 
-def flag_lines(flags: Mapping[str, Sequence[Mapping[str, Any]]]) -> FlagLines:
-    """Current red flags (the engine's `current` mark), one line per patient and item at its
-    latest flagged visit; the number of other flagged items; one line per incongruence flag."""
+def latest_red_flags(
+    flags: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """The red-flag rows one per patient and item, at the item's latest flagged visit, split into
+    current (the engine marked a row of the item `current`: still at or above its threshold at
+    the latest assessment) and earlier (flagged before, not now); each in patient, item order."""
     latest: dict[tuple[int, str], Mapping[str, Any]] = {}
+    current: set[tuple[int, str]] = set()
     for r in flags.get("red_flags") or ():
         k = (int(r["patient"]), str(r["item"]))
         if k not in latest or int(r["visit"]) >= int(latest[k]["visit"]):
             latest[k] = r
-    current = [r for k, r in sorted(latest.items()) if any(_current(flags, k))]
+        if r.get("current"):
+            current.add(k)
+    rows = sorted(latest.items())
+    return [r for k, r in rows if k in current], [r for k, r in rows if k not in current]
+
+
+def flag_lines(flags: Mapping[str, Sequence[Mapping[str, Any]]]) -> FlagLines:
+    """Current red flags, one line per patient and item at its latest flagged visit; the number
+    of other flagged items; one line per incongruence flag."""
+    current, earlier = latest_red_flags(flags)
     lines = tuple(
         f"Patient {r['patient']}: {r['item_label']} {r['value']:g} at visit {r['visit']} "
         f"({str(r.get('date', ''))[:10]}); flag rule: {r['label']}"
@@ -92,15 +105,7 @@ def flag_lines(flags: Mapping[str, Sequence[Mapping[str, Any]]]) -> FlagLines:
         f"{r['values'][r['elevated_domain']]:g} (cut-off {r['cutoff']:g})"
         for r in flags.get("incongruence") or ()
     )
-    return FlagLines(lines, len(latest) - len(current), inc)
-
-
-def _current(flags: Mapping[str, Sequence[Mapping[str, Any]]], key: tuple[int, str]):
-    return (
-        bool(r.get("current"))
-        for r in flags.get("red_flags") or ()
-        if (int(r["patient"]), str(r["item"])) == key
-    )
+    return FlagLines(lines, len(earlier), inc)
 
 
 def _provenance(result: Result, kb_generation: str | None) -> tuple[str, ...]:
