@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import gate, services
+from dashboard.messages import plain
 from dashboard.page import BACKEND_KEY
 from engine import logs
 
@@ -70,7 +71,7 @@ with st.sidebar:
         base = services.base_config()
         backends = services.available_backends(base)
     except ValueError as e:
-        st.error(f"Configuration error: {e}")
+        st.error(f"Configuration error: {plain(e)}")
         base, backends = None, ["facts"]
     default = base.llm if base is not None and base.llm in backends else "facts"
     st.selectbox(

@@ -6,10 +6,13 @@ words"."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import link_params, services, widgets
 from dashboard.clinical import ClinicalRefs
+from dashboard.messages import plain
 from dashboard.services import EngineHandle
 from engine.config import Config
 
@@ -22,7 +25,7 @@ def current_config() -> Config:
 
 def kb_missing_message(cfg: Config, detail: str = "") -> None:
     st.warning(
-        f"There is no knowledge base at `{cfg.kb_dir}` yet. Build one on the **Data** page "
+        f"There is no knowledge base at `{Path(cfg.kb_dir).name}` yet. Build one on the **Data** page "
         "(default sample, your CSV files, or the MA-RAG / PPMI formats), or run "
         "`marag kb build --source synthetic` (what `make run` does).",
         icon=":material/database:",
@@ -40,16 +43,17 @@ def engine_or_stop() -> tuple[Config, EngineHandle, ClinicalRefs]:
     try:
         cfg = current_config()
     except ValueError as e:
-        st.error(f"Configuration error: {e}")
+        st.error(f"Configuration error: {plain(e)}")
         st.stop()
     try:
         handle = services.get_engine(cfg)
     except services.KBUnavailable as e:
-        kb_missing_message(cfg, str(e))
+        kb_missing_message(cfg, plain(e))
         st.stop()
     except (ValueError, OSError, RuntimeError, ImportError) as e:
         st.error(
-            f"Could not start the `{cfg.llm}` backend: {e}. Choose another backend in the sidebar."
+            f"Could not start the `{cfg.llm}` backend: {plain(e)}. Choose another backend in the "
+            "sidebar."
         )
         st.stop()
     refs = services.clinical_refs(cfg)

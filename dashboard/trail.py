@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import services
 from dashboard.access import Identity
+from dashboard.messages import plain
 from engine.audit.chain import sha256
 from engine.audit.errors import AuditError
 
@@ -50,7 +51,7 @@ def record_once(flag: str, action: str, **kw: Any) -> None:
     try:
         record(action, **kw)
     except AuditError as e:
-        st.error(f"The audit trail is unavailable: {e}")
+        st.error(f"The audit trail is unavailable: {plain(e)}")
         st.stop()
     st.session_state[flag] = True
 
@@ -60,7 +61,7 @@ def record_release(result: Any, cfg: Any) -> bool:
     try:
         entry = record("ask", result=result, plan=result.plan, cfg=cfg)
     except AuditError as e:
-        st.error(f"Not shown: the result could not be recorded in the audit trail ({e}).")
+        st.error(f"Not shown: the result could not be recorded in the audit trail ({plain(e)}).")
         return False
     st.session_state.setdefault(ENTRY_IDS, {})[id(result)] = entry.id
     return True
@@ -103,7 +104,7 @@ def record_export(result: Any, fmt: str) -> None:
             patients={int(f.patient) for f in result.facts},
         )
     except AuditError as e:
-        st.toast(f"Export not recorded in the audit trail: {e}", icon=":material/error:")
+        st.toast(f"Export not recorded in the audit trail: {plain(e)}", icon=":material/error:")
 
 
 def record_kb_build(cfg: Any, detail: dict[str, Any]) -> None:
@@ -111,7 +112,7 @@ def record_kb_build(cfg: Any, detail: dict[str, Any]) -> None:
     try:
         record("kb_build", cfg=cfg, with_kb=True, detail=detail)
     except AuditError as e:
-        st.error(f"The KB was built, but the build could not be recorded: {e}")
+        st.error(f"The KB was built, but the build could not be recorded: {plain(e)}")
 
 
 def rejection(summary: str | None) -> Any:

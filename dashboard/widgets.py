@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import services, session
+from dashboard.messages import plain
 from dashboard.services import EngineHandle
 from engine.clinical.item_cohort import PREFIX, item_concepts
 from engine.clinical.item_cohort import concept_id as item_concept_id
@@ -155,7 +156,7 @@ def make_plan(
     try:
         return Plan(tuple(patients), analysis, tuple(instruments), visit_filter, query, statistic)
     except ValueError as e:
-        st.error(f"The plan is not valid: {e}")
+        st.error(f"The plan is not valid: {plain(e)}")
         return None
 
 
@@ -172,7 +173,7 @@ def ask_box(handle: EngineHandle, page: str, analyses: tuple[str, ...]) -> None:
             try:
                 plan = handle.plan(check_query(text))
             except ValueError as e:
-                st.error(str(e))
+                st.error(plain(e))
                 return
             session.set_pending(plan)
             target = PAGE_FOR_ANALYSIS[plan.analysis]
@@ -273,12 +274,14 @@ def run_step(handle: EngineHandle, plan: Plan | None, page: str) -> Result | Non
                     return None
         except ValueError as e:
             status.update(label="The run stopped", state="error", expanded=True)
-            st.error(str(e))
+            st.error(plain(e))
             return None
         except kb_read_errors() as e:  # the KB vanished or broke under the cached engine
             services.clear_engines()  # the next run reopens the KB instead of staying broken
             status.update(label="The run stopped", state="error", expanded=True)
-            st.error(f"The knowledge base could not be read ({e}); press Run again to reopen it.")
+            st.error(
+                f"The knowledge base could not be read ({plain(e)}); press Run again to reopen it."
+            )
             return None
         status.update(
             label=f"Done in {time.perf_counter() - t0:.1f} s, {result.llm_calls} LLM call"

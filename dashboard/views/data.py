@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import services, session, trail
 from dashboard.data_sources import ServerPathError, UploadStore, fingerprint, resolve_server_path
+from dashboard.messages import plain
 from dashboard.page import current_config
 from kb_store.exclusions import excluded_from_ingest, write_excluded
 
@@ -30,7 +31,7 @@ try:
     exists = kb.exists()
 except Exception as e:  # noqa: BLE001 - show, never hide
     exists = False
-    st.caption(f"KB status unavailable: {e}")
+    st.caption(f"KB status unavailable: {plain(e)}")
 with st.container(border=True):
     st.markdown(
         f"**Current KB:** `{kb.kb_dir}` (collection `{kb.collection}`, embedding "
@@ -41,7 +42,7 @@ with st.container(border=True):
             n = len(services.get_engine(services.config_for("facts")).kb.patient_ids())
             st.success(f"The KB exists: {n} patients.", icon=":material/database:")
         except Exception as e:  # noqa: BLE001
-            st.warning(f"The KB exists but could not be opened: {e}")
+            st.warning(f"The KB exists but could not be opened: {plain(e)}")
     else:
         st.warning("No KB yet: build one below.", icon=":material/database:")
 
@@ -88,7 +89,7 @@ else:
         try:
             paths = [resolve_server_path(p, cfg.data_roots)]
         except ServerPathError as e:
-            st.error(str(e))
+            st.error(plain(e))
 selection = fingerprint(source, fmt, paths, cfg.visit_window_days)
 
 if st.button("Validate", key="validate", disabled=not paths, icon=":material/rule:"):
@@ -99,7 +100,7 @@ if st.button("Validate", key="validate", disabled=not paths, icon=":material/rul
         res = load_sources(paths, fmt, visit_window_days=kb.visit_window_days)
     except (ValueError, FileNotFoundError) as e:
         st.session_state.pop(INGEST_KEY, None)
-        st.error(str(e))
+        st.error(plain(e))
     else:
         st.session_state[INGEST_KEY] = {
             "result": res,
@@ -142,7 +143,7 @@ if ing:
         st.error("Nothing to build: no session passed validation.")
     else:
         st.caption(
-            f"Sources: {', '.join(ing['paths'])} (format {ing['format']}). Building replaces the KB "
+            f"Sources: {', '.join(Path(x).name for x in ing['paths'])} (format {ing['format']}). Building replaces the KB "
             f"at `{kb.kb_dir}`; unchanged documents are not re-embedded; a failure keeps the old KB."
         )
         if st.button(
@@ -168,7 +169,7 @@ if ing:
                     )
                 except Exception as e:  # noqa: BLE001 - the old KB stays; say why
                     status.update(label="Build failed; the previous KB is unchanged", state="error")
-                    st.error(str(e))
+                    st.error(plain(e))
                 else:
                     bar.progress(1.0, text=f"{stats.embedded} documents embedded")
                     status.write(

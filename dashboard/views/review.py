@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import services, trail
+from dashboard.messages import plain
 from engine.audit.errors import AuditError
 from engine.audit.review import intact, own_release, queue, self_review_message, sign
 from engine.audit.trail import kb_identity
@@ -23,7 +24,7 @@ try:
     store = trail.store()
     everything = queue(store, status="all")
 except AuditError as e:
-    st.error(f"The audit trail is unavailable: {e}")
+    st.error(f"The audit trail is unavailable: {plain(e)}")
     st.stop()
 ident = trail.identity()
 
@@ -194,9 +195,9 @@ if decision:
             comment=comment,
         )
     except ValueError as e:
-        st.error(str(e))
+        st.error(plain(e))
     except AuditError as e:
-        st.error(f"Not recorded: {e}")
+        st.error(f"Not recorded: {plain(e)}")
     else:
         st.toast(
             f"{'Signed off' if decision == 'sign_off' else 'Rejected'} entry #{entry.id} "

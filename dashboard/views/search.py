@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import search_services, services, session
+from dashboard.messages import plain
 from dashboard.page import engine_or_stop
 from engine.search import SearchFilters
 from engine.types import Plan
@@ -65,7 +66,7 @@ filters = SearchFilters(
 try:
     hits = search_services.search_index(handle).search(text, filters, k=int(k))
 except ValueError as e:
-    st.error(str(e))
+    st.error(plain(e))
     st.stop()
 
 st.subheader(f"{len(hits)} session(s)")
@@ -141,7 +142,7 @@ for n, h in enumerate(hits, start=1):
                 try:
                     result = handle.run(plan)
                 except ValueError as e:
-                    st.error(str(e))
+                    st.error(plain(e))
                     st.stop()
             session.store_result(plan, handle.backend, result)
             st.switch_page("views/provenance.py")

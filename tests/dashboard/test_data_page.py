@@ -148,3 +148,24 @@ def test_build_builds_the_validated_files_only(real_app, tmp_path, monkeypatch):
     from kb_store.chroma_reader import open_kb
 
     assert open_kb(tmp_path / "kb", embedding="hashing").patient_ids() == [7, 8]
+
+
+def test_an_ingest_error_names_the_file_not_the_server_path(real_app, tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    bad = tmp_path / "d" / "empty.csv"
+    bad.write_text("", encoding="utf-8")
+    at = _data_page(real_app, tmp_path, monkeypatch, str(tmp_path / "d"))
+    at.text_input(key="data_path").input(str(bad)).run()
+    at.button(key="validate").click().run()
+    assert not at.exception, at.exception
+    errors = "\n".join(e.value for e in at.error)
+    assert "empty.csv: cannot read: the file is empty" in errors
+    assert str(tmp_path) not in errors
+
+
+def test_plain_messages_keep_file_names_and_drop_paths():
+    from dashboard.messages import plain
+
+    assert plain("/tmp/marag-upload-x/00-ab/v.csv, row 4: bad") == "v.csv, row 4: bad"
+    assert plain(OSError(2, "No such file", "/srv/kb/gen-000001/c.sqlite3")).endswith("'c.sqlite3'")
+    assert plain("scores 3/4 and 12/2020") == "scores 3/4 and 12/2020"
