@@ -1,5 +1,6 @@
 """Plotly figure builders: pure functions of a result's fact rows (engine.types.Fact), course rows
-and slopes (Result.series, Result.slopes) and clinical references.
+and slopes (Result.series, Result.slopes): the item heatmap and the cohort slope chart, with the
+palette and hover text the trajectory chart (dashboard.trajectory_chart) shares.
 
 No Streamlit here, so every chart is unit-tested on its own. Charts only draw numbers the engine
 computed: scores and items from the fact table, MCID crossings and slopes from engine.clinical.series
@@ -13,10 +14,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from dashboard.clinical import BAND_COLOURS, ClinicalRefs
-from engine.types import Fact, Result, SeriesRow, Slope
+from engine.types import Fact, Result, Slope
 from kb_store.documents import fmt_num
 from kb_store.profiles import DOMAIN_LABELS, DOMAINS, domain_label, load_profile
 
@@ -51,14 +50,7 @@ def _series_name(key: tuple[int, str]) -> str:
     return f"Patient {pid}" + (f" ({cond})" if cond else "")
 
 
-def _domain_max(f: Fact) -> float | None:
-    try:
-        return load_profile(f.profile).domains[f.domain].max if f.profile else None
-    except KeyError:
-        return None
-
-
-def _item_label(profile: str, code: str) -> str:
+def item_label(profile: str, code: str) -> str:
     try:
         it = load_profile(profile).item(code)
         return f"{it.number} {it.label}"
@@ -75,7 +67,7 @@ def hover_text(f: Fact) -> str:
     )
     if f.missing:
         head += f" (partial: {f.missing} item{'s' if f.missing != 1 else ''} missing)"
-    lines = [f"{_item_label(f.profile, c)}: {fmt_num(v)}" for c, v in f.items.items()]
+    lines = [f"{item_label(f.profile, c)}: {fmt_num(v)}" for c, v in f.items.items()]
     return head + ("<br>" + "<br>".join(lines) if lines else "")
 
 
@@ -85,16 +77,7 @@ def domains_present(facts: Iterable[Fact]) -> list[str]:
     return ordered + sorted(have - set(ordered))
 
 
-def mcid_marks(series: Iterable[SeriesRow]) -> list[SeriesRow]:
-    """The course rows whose change from the previous visit reaches the MCID, as the engine
-    classified them (engine.clinical.series; Result.series): this module never recomputes a change."""
-    return sorted(
-        (r for r in series if r.mcid_crossing and r.score is not None),
-        key=lambda r: (r.patient, r.domain, r.visit),
-    )
-
-
-def _no_scores_figure() -> go.Figure:
+def no_scores_figure() -> go.Figure:
     fig = go.Figure()
     fig.update_layout(
         annotations=[
@@ -105,162 +88,6 @@ def _no_scores_figure() -> go.Figure:
         height=200,
         font=FONT,
         template="plotly_white",
-    )
-    return fig
-
-
-def _patient_lines(fig: go.Figure, r: int, dom: str, dom_facts: list[Fact], colour: dict) -> None:
-    """One line per patient (and exam condition) in panel r; missing scores are gaps."""
-    for k in colour:
-        rows = sorted((f for f in dom_facts if _series_key(f) == k), key=lambda f: f.visit)
-        if not rows:
-            continue
-        fig.add_trace(
-            go.Scatter(
-                x=[f.date for f in rows],
-                y=[f.score if f.score is not None else None for f in rows],
-                mode="lines+markers",
-                name=_series_name(k),
-                legendgroup=_series_name(k),
-                showlegend=r == 1,
-                line=dict(color=colour[k], width=2),
-                marker=dict(
-                    size=8,
-                    color=colour[k],
-                    symbol=["circle-open" if f.missing else "circle" for f in rows],
-                ),
-                hovertext=[hover_text(f) for f in rows],
-                hovertemplate="%{hovertext}<extra></extra>",
-                connectgaps=False,
-                meta={"domain": dom, "patient": k[0], "condition": k[1]},
-            ),
-            row=r,
-            col=1,
-        )
-
-
-def _panel_axis(
-    fig: go.Figure, r: int, dom: str, dom_facts: list[Fact], refs: ClinicalRefs, show_bands: bool
-) -> None:
-    """Severity bands behind panel r (when its facts share one profile) and its y axis."""
-    ymax = max((f.score for f in dom_facts if f.score is not None), default=0.0) or 1.0
-    dmax = next((m for m in (_domain_max(f) for f in dom_facts) if m), None)
-    profiles = {f.profile for f in dom_facts if f.profile}
-    bands = refs.bands_for(next(iter(profiles)), dom) if len(profiles) == 1 else ()
-    if show_bands and bands:
-        top = max(ymax * 1.15, 1.0)
-        for b in bands:
-            if b.min > top:
-                continue
-            fig.add_hrect(
-                y0=b.min,
-                y1=min(b.max if b.max is not None else (dmax or top), top),
-                row=r,
-                col=1,
-                layer="below",
-                line_width=0,
-                fillcolor=BAND_COLOURS.get(b.level.lower(), "rgba(150,150,150,0.08)"),
-                annotation_text=b.level,
-                annotation_position="top left",
-                annotation_font=dict(size=10, color="#5B6770"),
-            )
-        fig.update_yaxes(range=[0, top], row=r, col=1)
-    else:
-        fig.update_yaxes(rangemode="tozero", row=r, col=1)
-    title = "score" + (f" (0-{fmt_num(dmax)})" if dmax else "")
-    fig.update_yaxes(title_text=title, row=r, col=1)
-
-
-_MCID_STYLE = (
-    ("worsened", "triangle-up", WORSENED_COLOUR),
-    ("improved", "triangle-down", IMPROVED_COLOUR),
-)
-
-
-def _mcid_hover(m: SeriesRow, direction: str) -> str:
-    d = m.delta.value if m.delta else 0.0
-    return (
-        f"Patient {m.patient}, visit {m.visit}: {DOMAIN_LABELS.get(m.domain, m.domain)} "
-        f"{'+' if d > 0 else ''}{fmt_num(d)} vs previous visit ({direction})"
-    )
-
-
-def _mcid_markers(fig: go.Figure, doms: Sequence[str], series: Sequence[SeriesRow]) -> None:
-    """Open triangles on the visits whose change reaches the MCID (engine.clinical.series)."""
-    marks = mcid_marks(series)
-    shown: set[str] = set()
-    for r, dom in enumerate(doms, start=1):
-        for direction, symbol, col in _MCID_STYLE:
-            ms = [m for m in marks if m.domain == dom and m.mcid_crossing == direction]
-            if not ms:
-                continue
-            name = f"{direction.capitalize()} by at least the MCID"
-            fig.add_trace(
-                go.Scatter(
-                    x=[m.date for m in ms],
-                    y=[m.score for m in ms],
-                    mode="markers",
-                    name=name,
-                    legendgroup=name,
-                    showlegend=name not in shown,
-                    marker=dict(
-                        symbol=symbol,
-                        size=15,
-                        color="rgba(0,0,0,0)",
-                        line=dict(color=col, width=2.5),
-                    ),
-                    hovertext=[_mcid_hover(m, direction) for m in ms],
-                    hovertemplate="%{hovertext}<extra></extra>",
-                    meta={"domain": dom, "mcid": direction},
-                ),
-                row=r,
-                col=1,
-            )
-            shown.add(name)
-
-
-def trajectory_figure(
-    facts: Sequence[Fact],
-    refs: ClinicalRefs | None = None,
-    *,
-    domains: Sequence[str] | None = None,
-    show_bands: bool = True,
-    show_mcid: bool = True,
-    height_per_domain: int = 230,
-    series: Sequence[SeriesRow] = (),
-) -> go.Figure:
-    """Per-domain score trajectories over visit dates: one panel per domain (shared date axis),
-    one line per patient (and exam condition), severity bands behind each panel, the MCID-sized
-    changes of `series` (Result.series) marked, hover showing every item score. Missing scores
-    are gaps, never filled."""
-    refs = refs or ClinicalRefs()
-    doms = [d for d in (domains or domains_present(facts)) if any(f.domain == d for f in facts)]
-    if not doms:
-        return _no_scores_figure()
-    fig = make_subplots(
-        rows=len(doms),
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.09 if len(doms) > 1 else 0.0,
-        subplot_titles=[DOMAIN_LABELS.get(d, d) for d in doms],
-    )
-    keys = sorted({_series_key(f) for f in facts})
-    colour = {k: patient_colour(i) for i, k in enumerate(keys)}
-    for r, dom in enumerate(doms, start=1):
-        dom_facts = [f for f in facts if f.domain == dom]
-        _patient_lines(fig, r, dom, dom_facts, colour)
-        _panel_axis(fig, r, dom, dom_facts, refs, show_bands)
-    if show_mcid:
-        _mcid_markers(fig, doms, series)
-    fig.update_xaxes(type="date", showgrid=True, gridcolor="#EEF1F4")
-    fig.update_xaxes(title_text="visit date", row=len(doms), col=1)
-    fig.update_layout(
-        template="plotly_white",
-        font=FONT,
-        height=max(280, height_per_domain * len(doms) + 80),
-        margin=dict(l=60, r=20, t=50, b=50),
-        hovermode="closest",
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
     return fig
 
@@ -288,7 +115,7 @@ def item_heatmap(
         j = col_index[(f.visit, f.date, f.condition or "")]
         for code, v in f.items.items():
             z[idx[(f.domain, code)]][j] = v
-    labels = [f"{DOMAIN_LABELS.get(d, d)} · {_item_label(p, c)}" for d, p, c in item_rows]
+    labels = [f"{DOMAIN_LABELS.get(d, d)} · {item_label(p, c)}" for d, p, c in item_rows]
     text = [["" if v is None else fmt_num(v) for v in row] for row in z]
     fig = go.Figure(
         go.Heatmap(

@@ -31,6 +31,8 @@ class ClinicalRefs:
     mcid: dict[Key, tuple[float, float]] = field(default_factory=dict)
     sources: dict[Key, str] = field(default_factory=dict)
     note: str = ""
+    #: the band word of a domain score of 0 (contexts course.zero_level: "normal")
+    zero_level: str | None = None
 
     def bands_for(self, profile: str, domain: str) -> tuple[Band, ...]:
         return self.bands.get((profile, domain), ())
@@ -56,7 +58,8 @@ def refs_from_contexts(ctx: Contexts) -> ClinicalRefs:
                 mcid[(prof, dom)] = (m.improvement, m.worsening)
                 src = sources.get((prof, dom))
                 sources[(prof, dom)] = f"{src}; MCID: {m.source}" if src else f"MCID: {m.source}"
-    return ClinicalRefs(bands, mcid, sources)
+    zero = (ctx.rules.get("course") or {}).get("zero_level") or {}
+    return ClinicalRefs(bands, mcid, sources, zero_level=zero.get("level"))
 
 
 def load_refs(contexts_dir: Path) -> ClinicalRefs:

@@ -42,14 +42,17 @@ COLUMNS: dict[str, tuple[str, str | None, str]] = {
 }
 
 
-def column_config(df: pd.DataFrame) -> dict[str, Any]:
+def column_config(df: pd.DataFrame, *, formats: bool = True) -> dict[str, Any]:
     """st.column_config for every column of `df`: known ones by COLUMNS, others by their name
-    with underscores as spaces."""
+    with underscores as spaces; `formats=False` keeps the values as given (a Styler's)."""
     out: dict[str, Any] = {}
     for col in df.columns:
         label, fmt, help_text = COLUMNS.get(
             str(col), (str(col).replace("_", " ").capitalize(), None, "")
         )
+        if not formats:
+            out[col] = st.column_config.Column(label, help=help_text or None)
+            continue
         numeric = fmt is not None and pd.api.types.is_numeric_dtype(df[col])
         if numeric:
             out[col] = st.column_config.NumberColumn(label, format=fmt, help=help_text or None)
@@ -71,9 +74,8 @@ def show_table(data: Any, **kw: Any) -> None:
     """st.dataframe with labels, formats and help (a DataFrame or a pandas Styler)."""
     from pandas.io.formats.style import Styler
 
-    if isinstance(data, Styler):
-        df, shown = data.data, data
-    else:
-        df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
-        shown = display_frame(df)
-    st.dataframe(shown, column_config=column_config(df), **kw)
+    if isinstance(data, Styler):  # its own formats (blanks, whole numbers) are kept
+        st.dataframe(data, column_config=column_config(data.data, formats=False), **kw)
+        return
+    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    st.dataframe(display_frame(df), column_config=column_config(df), **kw)

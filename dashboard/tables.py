@@ -62,13 +62,17 @@ def style_changes(df: pd.DataFrame, column: str = "change") -> Any:
     """A pandas Styler colouring the `change` column (improved / worsened / stable)."""
     if column not in df.columns or df.empty:
         return df
-    nums = [c for c in ("score", "delta", "cumulative") if c in df.columns]
+    nums = [c for c in ("delta", "cumulative") if c in df.columns]  # signed; score stays a number
     ints = [c for c in ("from_visit", "missing_items") if c in df.columns]
-    return (
-        df.style.map(change_style, subset=[column])
-        .format(lambda x: "" if pd.isna(x) else fmt_num(float(x)), subset=nums)
-        .format(lambda x: "" if pd.isna(x) else str(int(x)), subset=ints)
-    )
+    shown = df.copy()  # written out for the screen: blanks, not "None", where nothing applies
+    for c in nums:
+        shown[c] = df[c].map(lambda x: "" if pd.isna(x) else ("+" if x > 0 else "") + fmt_num(x))
+    for c in ints:
+        shown[c] = df[c].map(lambda x: "" if pd.isna(x) else str(int(x)))
+    for c in shown.columns:
+        if shown[c].dtype == object:
+            shown[c] = shown[c].map(lambda x: "" if x is None else x)
+    return shown.style.map(change_style, subset=[column])
 
 
 def change_style(v: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, link_params, render, tables, widgets
+from dashboard import link_params, render, tables, trajectory_chart, widgets
 from dashboard.page import open_analysis_page
 from dashboard.table_columns import show_table
 
@@ -50,17 +50,22 @@ with render.summary_beside(result):
     side = o1.toggle("Side by side (one chart per patient)", value=False, key="side_by_side")
     show_bands = o2.toggle("Severity bands", value=True, key="show_bands")
     pats = list(result.plan.patients)
+    colours = trajectory_chart.patient_colours(pats)  # one colour per patient on every chart
     if side:
+        y_ranges = trajectory_chart.shared_y_ranges(result)  # one scale per domain
         cols = st.columns(min(len(pats), 3))
         for i, p in enumerate(pats):
             with cols[i % len(cols)]:
                 st.plotly_chart(
-                    charts.trajectory_figure(
-                        [f for f in result.facts if f.patient == p],
-                        refs,
+                    trajectory_chart.trajectory_figure(
+                        result,
+                        zero_level=refs.zero_level,
+                        patients=[p],
                         show_bands=show_bands,
+                        months=True,
+                        colours=colours,
+                        y_ranges=y_ranges,
                         height_per_domain=180,
-                        series=[r for r in result.series if r.patient == p],
                     ),
                     theme=None,
                     key=f"trajectory_chart_{p}",
@@ -68,8 +73,12 @@ with render.summary_beside(result):
                 )
     else:
         st.plotly_chart(
-            charts.trajectory_figure(
-                result.facts, refs, show_bands=show_bands, series=result.series
+            trajectory_chart.trajectory_figure(
+                result,
+                zero_level=refs.zero_level,
+                show_bands=show_bands,
+                months=True,
+                colours=colours,
             ),
             theme=None,
             key="trajectory_chart",

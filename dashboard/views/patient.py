@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, link_params, render, similar_panel, tables, widgets
+from dashboard import charts, link_params, render, similar_panel, tables, trajectory_chart, widgets
 from dashboard.page import open_analysis_page
 from dashboard.table_columns import show_table
 
@@ -45,16 +45,17 @@ with render.summary_beside(result):
     st.subheader("Trajectories")
     o1, o2 = st.columns(2)
     show_bands = o1.toggle("Severity bands", value=True, key="show_bands")
-    show_mcid = o2.toggle("MCID-sized changes", value=True, key="show_mcid")
+    show_mcid = o2.toggle(
+        "MCID verdicts",
+        value=True,
+        key="show_mcid",
+        help="First-to-latest changes the summary calls beyond the MCID, at the latest visit",
+    )
     t1, t2, t3 = st.tabs(["Domain scores", "Item heatmap", "Fact table"])
     with t1:
         st.plotly_chart(
-            charts.trajectory_figure(
-                result.facts,
-                refs,
-                show_bands=show_bands,
-                show_mcid=show_mcid,
-                series=result.series,
+            trajectory_chart.trajectory_figure(
+                result, zero_level=refs.zero_level, show_bands=show_bands, show_mcid=show_mcid
             ),
             theme=None,
             key="trajectory_chart",

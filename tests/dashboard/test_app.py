@@ -146,7 +146,7 @@ def test_compare_two_patients_table_b_rows_match_the_facts(app, handle, helpers)
         assert facts[(r.patient, r.visit, r.domain)] == r.score
     motor3 = df[(df.patient == 3) & (df.domain == "motor")].sort_values("visit")
     assert list(motor3.change) == ["baseline", "worsened", "improved", "stable"]
-    assert list(motor3.delta)[1:] == [6.0, -5.0, 1.0]
+    assert list(motor3.delta) == ["", "+6", "-5", "+1"]  # as shown: signed, blank at baseline
     assert "Table B" in [s.value for s in at.subheader]
     spec = _chart(at, "trajectory_chart")
     pats = {t["meta"]["patient"] for t in spec["data"] if "patient" in t.get("meta", {})}

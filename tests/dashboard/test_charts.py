@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from dashboard import charts
-from dashboard.clinical import ClinicalRefs, load_refs
+from dashboard.clinical import load_refs
 from engine.types import Slope
 
 h = sys.modules["dash_helpers"]  # loaded by conftest.py
@@ -15,72 +15,6 @@ h = sys.modules["dash_helpers"]  # loaded by conftest.py
 
 def _traces(fig, **meta):
     return [t for t in fig.data if t.meta and all(t.meta.get(k) == v for k, v in meta.items())]
-
-
-def test_trajectory_has_one_panel_per_domain_and_scores_from_facts():
-    fs = h.facts((3,))
-    fig = charts.trajectory_figure(fs, h.REFS)
-    titles = [
-        a.text
-        for a in fig.layout.annotations
-        if a.text in {"Motor", "ADL", "Non-motor", "QoL (PDQ-8)"}
-    ]
-    assert titles == ["Motor", "ADL", "Non-motor", "QoL (PDQ-8)"]
-    (motor,) = _traces(fig, domain="motor", patient=3)
-    assert list(motor.y) == [20, 26, 21, 22]
-    assert list(motor.x) == ["2021-01-10", "2021-04-12", "2021-07-15", "2021-10-20"]
-    # hover shows the item scores
-    assert "3.4 Finger tapping" in motor.hovertext[0] or "Finger" in motor.hovertext[0]
-    assert "motor" not in motor.hovertext[0].split("<br>")[0]
-
-
-def test_mcid_markers_only_where_change_reaches_mcid():
-    r = h.run((3,))
-    fs = r.facts
-    marks = charts.mcid_marks(r.series)
-    motor = [(m.visit, m.mcid_crossing, m.delta.value) for m in marks if m.domain == "motor"]
-    assert motor == [(2, "worsened", 6.0), (3, "improved", -5.0)]  # +1 at visit 4 is stable
-    fig = charts.trajectory_figure(fs, h.REFS, series=r.series)
-    (wor,) = _traces(fig, domain="motor", mcid="worsened")
-    assert list(wor.y) == [26] and list(wor.x) == ["2021-04-12"]
-    (imp,) = _traces(fig, domain="motor", mcid="improved")
-    assert list(imp.y) == [21]
-    # no MCID known for qol -> no markers there
-    assert not _traces(fig, domain="qol", mcid="worsened")
-
-
-def test_no_refs_means_no_bands_and_no_markers():
-    fig = charts.trajectory_figure(h.facts((3,)), ClinicalRefs())
-    assert not fig.layout.shapes
-    assert not [t for t in fig.data if t.meta and "mcid" in t.meta]
-
-
-def test_severity_bands_drawn_on_their_own_panel_axes():
-    fig = charts.trajectory_figure(h.facts((8,)), h.REFS, domains=["adl", "motor"])
-    # adl is panel 1 (axis y), motor is panel 2 (axis y2): bands attach to the trace's own axis
-    yrefs = {s.yref for s in fig.layout.shapes}
-    assert yrefs == {"y", "y2"}
-    motor_bands = sorted((s.y0, s.y1) for s in fig.layout.shapes if s.yref == "y2")
-    assert motor_bands[0] == (0, 32) and motor_bands[1][0] == 33
-
-
-def test_compare_draws_one_line_per_patient():
-    fig = charts.trajectory_figure(h.facts((3, 8)), h.REFS, domains=["motor"])
-    lines = _traces(fig, domain="motor")
-    assert sorted(t.meta["patient"] for t in lines if "patient" in t.meta) == [3, 8]
-
-
-def test_missing_scores_are_gaps_not_zeros():
-    fs = h.facts((12,))
-    import dataclasses
-
-    fs = [
-        dataclasses.replace(f, score=None) if (f.domain == "motor" and f.visit == 2) else f
-        for f in fs
-    ]
-    fig = charts.trajectory_figure(fs, h.REFS, domains=["motor"])
-    (motor,) = _traces(fig, domain="motor", patient=12)
-    assert list(motor.y) == [10, None]
 
 
 def test_item_heatmap_rows_are_items_columns_visits():
