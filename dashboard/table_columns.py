@@ -39,6 +39,8 @@ COLUMNS: dict[str, tuple[str, str | None, str]] = {
     "file": ("File", None, "Source file"),
     "row": ("Row", "%d", "Line of the source file"),
     "rule": ("Rule", None, "The validation rule"),
+    "usable scores": ("Usable scores", "%d", "Scores of the ranked domain without a caveat"),
+    "why not ranked": ("Why not ranked", None, "The ranking rule the patient does not meet"),
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from engine.clinical.unranked import RULES as UNRANKED_RULES
 from engine.types import Fact, Result, Slope
 from kb_store.documents import fmt_num
 from kb_store.profiles import domain_label
@@ -135,6 +136,17 @@ def cohort_frames(cohort: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.DataF
         ]
     )
     return answer, ranking, stats
+
+
+def not_ranked_frame(cohort: dict[str, Any] | None) -> pd.DataFrame:
+    """One row per cohort patient the ranking leaves out: patient, why (the rule), and the number
+    of usable scores of the ranked domain (engine.clinical.unranked, as the engine judged it)."""
+    rows = [
+        {"patient": p, "usable scores": u, "why not ranked": UNRANKED_RULES[g["reason"]]}
+        for g in (cohort or {}).get("not_ranked") or []
+        for p, u in zip(g["patients"], g["usable"], strict=True)
+    ]
+    return pd.DataFrame(rows, columns=["patient", "usable scores", "why not ranked"])
 
 
 def _cell(v: Any) -> Any:

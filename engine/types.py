@@ -357,6 +357,7 @@ class CohortAnswer(TypedDict, total=False):
     domain_stats: dict[str, dict[str, Any]]
     slopes: Sequence[dict[str, Any]]
     notes: list[str]
+    not_ranked: list[dict[str, Any]]  # engine.clinical.unranked: reason and patients
     pdq8_ranking: Sequence[dict[str, Any]]
     # an item question (statistic "item"): concept, threshold, counts, earlier-only rows
     item: dict[str, Any]

@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard import charts, link_params, render, session, tables, widgets
 from dashboard.page import open_analysis_page
 from dashboard.table_columns import show_table
+from engine.clinical.unranked import ranking_rule
 
 ANALYSES = ("cohort",)
 QUESTIONS = [
@@ -96,7 +97,16 @@ with right:
     st.subheader("Answer")
     show_table(answer, hide_index=True, key="cohort_answer")
     st.subheader("Ranking")
+    cohort = result.cohort or {}
+    if cohort.get("statistic") not in (None, "", "item"):
+        st.caption(f"Ranking rule: {ranking_rule(str(cohort['statistic']))}")
     show_table(ranking, hide_index=True, key="cohort_ranking", height=260)
+    left_out = session.derived(result, "not_ranked", lambda: tables.not_ranked_frame(cohort))
+    if len(left_out):
+        with st.expander(
+            f"Not ranked: {len(left_out)} of {cohort.get('n_patients')} patients, and why"
+        ):
+            show_table(left_out, hide_index=True, key="cohort_not_ranked")
     st.subheader("Slopes")
     in_result = sorted({f.patient for f in result.facts})
     highlight = st.selectbox(

@@ -21,6 +21,7 @@ from itertools import takewhile
 from typing import Any, Protocol
 
 from engine.clinical.item_cohort import is_item_answer, render_item_facts
+from engine.clinical.rows import column_of
 from engine.clinical.series import (
     PER_YEAR_RULE,
     UNEVEN_SPACING,
@@ -31,6 +32,7 @@ from engine.clinical.series import (
     opposite_signs,
     slope_of,
 )
+from engine.clinical.unranked import not_ranked, not_ranked_line
 from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
@@ -262,6 +264,14 @@ class CohortSource(Protocol):
         """Patients with a slope per assessment of `domain` but no per-year rate."""
         ...
 
+    def cohort_patients(self) -> Sequence[int]:
+        """The cohort's patients (a kept session scoring any domain)."""
+        ...
+
+    def usable_counts(self, domain: str) -> dict[int, int]:
+        """Patient -> number of scores of `domain` without a caveat (patients with none absent)."""
+        ...
+
 
 class FactSource:
     """`CohortSource` over Fact objects (every patient's points, latest rows and slopes)."""
@@ -330,6 +340,12 @@ class FactSource:
             if s["domain"] == domain and s["slope"] is not None and s["slope_year"] is None
         )
 
+    def cohort_patients(self) -> Sequence[int]:
+        return self.patients
+
+    def usable_counts(self, domain: str) -> dict[int, int]:
+        return {p: n for p in self.patients if (n := len(self.points(p, domain)))}
+
 
 def compute_cohort(
     facts: Sequence[Fact], query: str, instruments: Sequence[str], statistic: str = ""
@@ -390,10 +406,25 @@ def rank_cohort(
         "domain_stats": domain_stats,
         "slopes": src.slopes,
         "notes": notes,
+        "not_ranked": not_ranked(
+            _kind(statistic),
+            src.cohort_patients(),
+            src.usable_counts(domain),
+            column_of(ranking, "patient"),
+        ),
     }
     if domain != "qol" and "qol" in domain_stats:
         out["pdq8_ranking"] = src.latest_ranking("qol", descending=statistic != "minimum")
     return out
+
+
+def _kind(statistic: str) -> str:
+    """The statistic family `not_ranked` reads."""
+    if statistic in CHANGE_STATS:
+        return "change"
+    if statistic in SLOPE_STATS:
+        return "slope_year" if statistic.endswith("_year") else "slope"
+    return "latest"
 
 
 def _per_year_note(n: int) -> list[str]:
@@ -464,6 +495,9 @@ def render_cohort_facts(cohort: dict[str, Any], top_n: int = 10) -> tuple[str, s
         lines.append(f"rank {r['rank']}: patient {r['patient']}, {val}{extra}{at}")
     if len(c["ranking"]) > top_n:
         lines.append(f"({len(c['ranking'])} patients ranked in all)")
+    left = not_ranked_line(c.get("not_ranked") or [], c["n_patients"], _what(c["domain"]))
+    if left:
+        lines.append(left)
     ds = c["domain_stats"].get(c["domain"])
     if ds:
         lines.append(

@@ -17,6 +17,7 @@ from engine.clinical.course import course_rules, course_values
 from engine.clinical.findings import Findings, findings_values
 from engine.clinical.item_cohort import is_item_answer, item_values
 from engine.clinical.rows import rows_of
+from engine.clinical.unranked import counts as unranked_counts
 from engine.contexts import Contexts
 from engine.types import Fact, FactValue, SeriesRow, ValueKind
 
@@ -267,6 +268,11 @@ def cohort_values(
     out.append(
         _computed("count", float(cohort.get("n_patients", 0)), label="patients in the cohort")
     )
+    dom = cohort["domain"]
+    out += [
+        _computed("count", n, patient=p, domain=dom, label=lab)
+        for n, lab, p in unranked_counts(cohort.get("not_ranked") or [])
+    ]
     if keep is not None:
         out += _extreme_scores(cohort, scoped, keep)
     return out

@@ -32,6 +32,10 @@ class Rows(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return self._n
 
+    def column(self, name: str) -> list[Any]:
+        """One column as a list, in row order (no row dicts built)."""
+        return self._values(name, self._cols[name])
+
     def _values(self, name: str, part: np.ndarray) -> list[Any]:
         vals = part.tolist()
         if name in self._nullable:
@@ -146,3 +150,10 @@ def rows_of(rows: Sequence[Mapping[str, Any]], patients: Collection[int]) -> lis
         return pick(patients)
     keep = set(patients)
     return [r for r in rows if r["patient"] in keep]
+
+
+def column_of(rows: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
+    """`name` of every row: a Rows table's column, or read row by row from a list."""
+    if isinstance(rows, Rows):
+        return rows.column(name)
+    return [r[name] for r in rows]

@@ -25,6 +25,7 @@ from engine.clinical.cohort_index import Selection, View
 from engine.clinical.item_cohort import is_item_answer, item_scope
 from engine.clinical.rows import LazyRows, Rows
 from engine.clinical.series import per_year_allowed
+from engine.clinical.unranked import listed
 from engine.types import CohortAnswer
 from kb_store.profiles import TOTAL
 
@@ -184,6 +185,8 @@ class TableSource:
         self.notes: list[str] = list(notes)
         self.domains = list(self.every)
         self.n_patients = sel.n_patients
+        ix = sel.index
+        self._patients = ix.patients[ix.has_patient(sel.kept & ix.scored)].tolist()
         self.domain_stats = {}
         for d, va in self.every.items():
             st = self._stats(va)
@@ -290,6 +293,13 @@ class TableSource:
         sl = self.domain_slopes(domain)
         return int((~np.isnan(sl["slope"]) & np.isnan(sl["slope_year"])).sum())
 
+    def cohort_patients(self) -> Sequence[int]:
+        return self._patients
+
+    def usable_counts(self, domain: str) -> dict[int, int]:
+        v = self.views.get(domain)
+        return {} if v is None else dict(zip(v.g_pat.tolist(), v.counts.tolist(), strict=True))
+
 
 def compute_cohort_table(
     sel: Selection, query: str, instruments: Sequence[str], statistic: str = ""
@@ -311,4 +321,5 @@ def answer_scope(cohort: dict[str, Any]) -> list[int]:
     ps += [r["patient"] for r in (cohort.get("pdq8_ranking") or [])[:SCOPE_PDQ8]]
     for st in (cohort.get("domain_stats") or {}).values():
         ps += st["max_patients"][:SCOPE_EXTREMES] + st["min_patients"][:SCOPE_EXTREMES]
+    ps += listed(cohort.get("not_ranked") or [])
     return sorted({int(p) for p in ps if p is not None})

@@ -175,6 +175,9 @@ def test_cohort_ranking_and_highlighted_slope(app, handle, monkeypatch):
     assert not at.exception, at.exception
     ranking = _df(at, "rank", "patient", "value")
     assert list(ranking.patient)[0] == 8 and list(ranking.value)[0] == pytest.approx(2.5)
+    assert any("Ranking rule: Least-squares slope" in c.value for c in at.caption)
+    # any patient of the result can be highlighted, not only the top of the ranking
+    assert at.selectbox(key="highlight").options == [str(p) for p in sorted(ranking.patient)]
     at.selectbox(key="highlight").set_value(3).run()
     assert len(runs) == 1  # highlighting re-renders without a run
     spec = _chart(at, "slope_chart")
