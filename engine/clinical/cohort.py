@@ -23,7 +23,6 @@ from typing import Any, Protocol
 from engine.clinical.item_cohort import is_item_answer, render_item_facts
 from engine.clinical.rows import column_of
 from engine.clinical.series import (
-    PER_YEAR_RULE,
     UNEVEN_SPACING,
     Point,
     fmt,
@@ -32,7 +31,7 @@ from engine.clinical.series import (
     opposite_signs,
     slope_of,
 )
-from engine.clinical.unranked import not_ranked, not_ranked_line
+from engine.clinical.unranked import not_ranked, not_ranked_line, per_year_note, statistic_kind
 from engine.types import CohortAnswer, Fact
 from kb_store.profiles import DOMAIN_WORDS, DOMAINS, TOTAL, UPDRS_DOMAINS
 
@@ -385,7 +384,7 @@ def rank_cohort(
         ranking = src.slope_ranking(statistic, domain)
         top = ranking[0]
         if statistic.endswith("_year"):
-            notes = [*notes, *_per_year_note(src.no_per_year(domain))]
+            notes = [*notes, *per_year_note(src.no_per_year(domain))]
     # rank 1 is the ranking's first rows: read no further
     lead = takewhile(lambda r: r["rank"] == 1, ranking)
     ties = [r["patient"] for r in lead] if top["patient"] is not None else []
@@ -407,7 +406,7 @@ def rank_cohort(
         "slopes": src.slopes,
         "notes": notes,
         "not_ranked": not_ranked(
-            _kind(statistic),
+            statistic_kind(statistic),
             src.cohort_patients(),
             src.usable_counts(domain),
             column_of(ranking, "patient"),
@@ -416,26 +415,6 @@ def rank_cohort(
     if domain != "qol" and "qol" in domain_stats:
         out["pdq8_ranking"] = src.latest_ranking("qol", descending=statistic != "minimum")
     return out
-
-
-def _kind(statistic: str) -> str:
-    """The statistic family `not_ranked` reads."""
-    if statistic in CHANGE_STATS:
-        return "change"
-    if statistic in SLOPE_STATS:
-        return "slope_year" if statistic.endswith("_year") else "slope"
-    return "latest"
-
-
-def _per_year_note(n: int) -> list[str]:
-    """The cohort note of a per-year ranking: how many patients it leaves out, and why."""
-    if not n:
-        return []
-    who = "1 patient" if n == 1 else f"{n} patients"
-    return [
-        f"{who} with a slope per assessment left out of the per-year ranking "
-        f"({PER_YEAR_RULE}: too short a span for a rate per year)."
-    ]
 
 
 def _what(domain: str) -> str:

@@ -38,6 +38,28 @@ RULES = {
 LISTED = 10  # patients named per reason in the text; the answer keeps every one
 
 
+def statistic_kind(statistic: str) -> str:
+    """The family of a cohort statistic (engine.clinical.cohort.STAT_LABELS) that `not_ranked`
+    reads: "change", "slope_year", "slope" or "latest" (maximum, minimum, mean)."""
+    if "change" in statistic:
+        return "change"
+    if "slope" in statistic:
+        return "slope_year" if statistic.endswith("_year") else "slope"
+    return "latest"
+
+
+def per_year_note(n: int) -> list[str]:
+    """The cohort note of a per-year ranking (the prompt's notes): how many patients it leaves
+    out, and why."""
+    if not n:
+        return []
+    who = "1 patient" if n == 1 else f"{n} patients"
+    return [
+        f"{who} with a slope per assessment left out of the per-year ranking "
+        f"({PER_YEAR_RULE}: too short a span for a rate per year)."
+    ]
+
+
 def not_ranked(
     statistic_kind: str,
     cohort_patients: Iterable[int],
