@@ -1,7 +1,7 @@
 """Cached engine objects for the Search page and the similar-patients panel.
 
-The search index (engine.search.SearchIndex: BM25 matrix, stored vectors) is built once per KB
-generation and kept with st.cache_resource; the fact table for similar patients likewise. The
+The search index (engine.search.SearchIndex: BM25 matrix, stored vectors) is built once per live
+KB generation (read from the KB on every page run) and kept with st.cache_resource; the fact table for similar patients likewise. The
 numbers (scores, distances, features) all come from engine code; nothing is recomputed here.
 """
 
@@ -18,8 +18,11 @@ from engine.types import Fact
 
 
 def _kb_key(handle: EngineHandle) -> str:
+    """The cache key of the KB's live generation: read on every page run, so a rebuild by
+    another process (`marag kb build`, another dashboard) gives a new index, not a stale one."""
     kb = handle.kb
-    return f"{id(kb)}:{getattr(kb, 'generation', '')}"
+    live = getattr(kb, "live_generation", None)  # the Chroma KB; the in-memory KB never changes
+    return f"{id(kb)}:{live() if callable(live) else getattr(kb, 'generation', '')}"
 
 
 @st.cache_resource(max_entries=2, show_spinner="Indexing the sessions and notes for search...")

@@ -309,19 +309,23 @@ def _release(plan: Plan, backend: str, result: Result, page: str) -> Result | No
 
 
 def _run_streamed(handle, plan, page: str, status):
-    """Run with the model's text streamed into the page as it is written, with a Cancel button
-    (dashboard.streaming). Returns the result, or None when cancelled."""
+    """Run with the model's text streamed into the page as it is written, the status label
+    following each agent's progress (which agent, what it does, tokens so far), and a Cancel
+    button (dashboard.streaming). Returns the result, or None when cancelled."""
     from dashboard.streaming import run_streaming
     from engine.llm.base import Cancelled
 
     if st.button("Cancel", key=f"cancel_{page}", icon=":material/stop:"):
         st.session_state[f"marag_cancelled_{page}"] = True
-    status.update(expanded=True)
+    status.update(label=f"Starting the {handle.backend} run: reading the facts...", expanded=True)
     status.caption(
         "The model's text as it is written; each text is then checked sentence by sentence "
         "and may be repaired or replaced before release."
     )
-    stream, box = run_streaming(lambda sink: handle.run(plan, None, sink=sink))
+    stream, box = run_streaming(
+        lambda sink: handle.run(plan, sink.on_node, sink.on_wait, sink=sink),
+        _label_updater(status),
+    )
     with status:
         st.write_stream(stream)
     if isinstance(box.get("error"), Cancelled):
@@ -331,3 +335,26 @@ def _run_streamed(handle, plan, page: str, status):
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+#: seconds between two label updates while the tokens count up (a new stage shows at once)
+LABEL_EVERY_S = 0.25
+
+
+def _label_updater(status: Any) -> Any:
+    """A progress callback (script thread) that puts dashboard.streaming's label for each event
+    on the status box: at once when the agent or the stage changes, else at most every
+    LABEL_EVERY_S while the token count rises."""
+    from dashboard.streaming import Progress, progress_label
+
+    last: dict[str, Any] = {"key": None, "t": 0.0}
+
+    def update(p: Progress) -> None:
+        now = time.perf_counter()
+        key = (p.agent, p.stage)
+        if key == last["key"] and now - last["t"] < LABEL_EVERY_S:
+            return
+        last.update(key=key, t=now)
+        status.update(label=progress_label(p))
+
+    return update

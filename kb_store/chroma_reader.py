@@ -164,6 +164,13 @@ class ChromaKB:
                         self._open()
         return self._col
 
+    def live_generation(self) -> str:
+        """The generation a read would use now: embedded, the one CURRENT names (reopened here
+        when another process switched it, so caches keyed by it follow a rebuild); with a server,
+        the collection name (a swap there is noticed by the next read that fails)."""
+        self._collection()
+        return str(self.generation)
+
     def close(self) -> None:
         if self._client is not None and not self.chroma_url:
             release_client(self._client)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from engine.llm.base import Cancelled, LLMRequest, TextSink
+from engine.llm.base import DONE, PREFILL, WRITING, Cancelled, LLMRequest, TextSink, report_progress
 
 
 @dataclass
@@ -34,9 +34,13 @@ class FakeLLM:
                 out.append(self.script.pop(0))
             else:
                 out.append(f"[{r.agent or 'llm'} narrative]")
-            if sink is not None:  # stream the scripted text word by word
-                for word in out[-1].split(" "):
+            if sink is not None:  # stream the scripted text word by word, a word a token
+                report_progress(sink, r.agent, PREFILL)
+                words = out[-1].split(" ")
+                for n, word in enumerate(words, 1):
                     if sink.cancelled():
                         raise Cancelled(f"{r.agent}: generation cancelled")
+                    report_progress(sink, r.agent, WRITING, n)
                     sink.on_text(r.agent, word + " ")
+                report_progress(sink, r.agent, DONE, len(words))
         return out

@@ -99,7 +99,7 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     scoped = answer_facts(state, ctx, cohort)
     gen = Generation(state, ctx, scoped["ledger"], scoped["statements"])
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
-    req = with_allowed(req, req.user)
+    req = gen.sized(with_allowed(req, req.user), cohort_t_patients(cohort))
     fallback = dense.cohort_text(cohort, scoped["statements"])
     (text,) = gen.texts([req], [fallback])
     g = gen.release("cohort", req, text, fallback)

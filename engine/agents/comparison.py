@@ -97,6 +97,7 @@ def comparison_node(state: State, ctx: NodeContext) -> dict:
     req = with_allowed(
         comparison_request(state.query, table_b, ctx.contexts.combined, state.notes), b_text
     )
+    req = gen.sized(req)
     fallback = dense.comparison_text(state.series, state.plan.patients, state.statements)
     (text,) = gen.texts([req], [fallback])
     o = b_text + "\n\n" + gen.release("comparison", req, text, fallback)

@@ -184,6 +184,10 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     )
     req = with_allowed(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
     gen = Generation(state, ctx)
+    if state.cohort is not None:  # the summary of a cohort answer renders the cohort finding
+        req = gen.sized(req, cohort_t_patients(state.cohort), renders="cohort")
+    else:
+        req = gen.sized(req)
     (text,) = gen.texts([req], [fallback])
     summary = gen.release("final", req, text, fallback, flags)
     summary, screening = screen_and_annotate(summary, state.plan, ctx.kb.patient_ids())

@@ -9,9 +9,10 @@ guard_records), so that nodes stay functions that return what they change.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextvars import ContextVar
 
+from engine.agents import budget
 from engine.agents.rendered_record import rendered_record
 from engine.clinical.ledger import allowed_numbers
 from engine.clinical.statements import Statements
@@ -87,6 +88,15 @@ class Generation:
             "notes": self.notes,
             "guard_records": self.records,
         }
+
+    def sized(
+        self, req: LLMRequest, patients: Collection[int] | None = None, renders: str | None = None
+    ) -> LLMRequest:
+        """`req` with its generation length from the statements its agent (or `renders`)
+        renders about `patients` (default: the plan's; engine.agents.budget), at most
+        cfg.max_new_tokens."""
+        shown = self.plan_patients if patients is None else patients
+        return budget.sized(req, self.statements, shown, self.ctx.cfg.max_new_tokens, renders)
 
     def texts(self, reqs: Sequence[LLMRequest], fallbacks: Sequence[str]) -> list[str]:
         """The facts texts with the facts backend, else one generation per request."""

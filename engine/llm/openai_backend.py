@@ -3,11 +3,18 @@ Ollama, a hosted API), chosen by configuration only (MARAG_LLM=openai, MARAG_OPE
 MARAG_OPENAI_MODEL, MARAG_OPENAI_API_KEY).
 
 Owns: one chat completion per request (system + user messages), temperature 0, max_tokens from the
-request or cfg.max_new_tokens; a batch is sent as concurrent requests on a small thread pool (the
+request (the agents size it: engine.agents.budget) or cfg.max_new_tokens; a batch is sent as concurrent requests on a small thread pool (the
 server batches them). Number-safe decoding needs access to the logits, which these servers do not
 give, so `allowed_numbers` is not enforced here: the grounding guard still checks every number.
 A server that cannot be reached, times out or answers with an HTTP error is a `BackendError` that
 names the URL (`server_error`).
+
+With a sink, each request is streamed and its progress reported (engine.llm.base): "waiting for
+the server" when it is sent, "writing" with the tokens so far (one per streamed piece of text),
+"done" with the server's completion token count (asked for with `stream_options`; the pieces
+counted when the server gives none; a server that refuses `stream_options` is asked without it).
+A server that refuses streaming (HTTP 400, 404, 422) is asked again without it: "waiting for the
+server", then the whole text and "done" with the completion tokens the answer reports.
 """
 
 from __future__ import annotations
@@ -19,10 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engine.config import Config
-from engine.llm.base import Cancelled, LLMRequest, TextSink
+from engine.llm.base import DONE, WAITING, WRITING, Cancelled, LLMRequest, TextSink, report_progress
 from engine.llm.errors import BackendError
 
 MAX_PARALLEL = 8
+#: HTTP statuses of a server that does not take a streamed request: asked again without streaming
+NO_STREAM_STATUSES = frozenset({400, 404, 422})
+#: how a streamed request is asked, in turn: with the usage at the end, then plain
+STREAM_ARGS: tuple[dict[str, Any], ...] = (
+    {"stream": True, "stream_options": {"include_usage": True}},
+    {"stream": True},
+)
 
 
 class OpenAICompatLLM:
@@ -63,42 +77,74 @@ class OpenAICompatLLM:
                     self._model = "default"
             return self._model
 
-    def _stream(self, req: LLMRequest, sink: TextSink) -> str:
-        """One completion streamed chunk by chunk into the sink; stops when it cancels."""
-        parts: list[str] = []
-        stream = self.client.chat.completions.create(
-            model=self.model,
-            messages=[
+    def _messages(self, req: LLMRequest) -> dict[str, Any]:
+        """The chat-completion arguments of one request (temperature 0, its length limit)."""
+        return {
+            "model": self.model,
+            "messages": [
                 {"role": "system", "content": req.system},
                 {"role": "user", "content": req.user},
             ],
-            temperature=0,
-            max_tokens=req.max_new_tokens or self.cfg.max_new_tokens,
-            stream=True,
-        )
+            "temperature": 0,
+            "max_tokens": req.max_new_tokens or self.cfg.max_new_tokens,
+        }
+
+    def _stream(self, req: LLMRequest, sink: TextSink) -> str:
+        """One completion streamed into the sink with its progress; stops when the sink cancels.
+        A server that refuses streaming is asked once without it."""
+        report_progress(sink, req.agent, WAITING)
+        stream = self._open_stream(req)
+        if stream is not None:
+            return self._read_stream(req, stream, sink)
+        text, used = self._complete(req)
+        report_progress(sink, req.agent, DONE, used)
+        if text:
+            sink.on_text(req.agent, text)
+        return text
+
+    def _open_stream(self, req: LLMRequest) -> Any | None:
+        """The streamed completion, with the usage in its last piece where the server takes
+        `stream_options`, else without; None when the server refuses streaming."""
+        import openai
+
+        for extra in STREAM_ARGS:
+            try:
+                return self.client.chat.completions.create(**self._messages(req), **extra)
+            except openai.APIStatusError as e:
+                if e.status_code not in NO_STREAM_STATUSES:
+                    raise
+        return None
+
+    def _read_stream(self, req: LLMRequest, stream: Any, sink: TextSink) -> str:
+        """The text of a streamed completion, passed to the sink piece by piece."""
+        parts: list[str] = []
+        used = None
         for chunk in stream:
             if sink.cancelled():
                 stream.close()
                 raise Cancelled(f"{req.agent}: generation cancelled")
+            usage = getattr(chunk, "usage", None)
+            if usage is not None and getattr(usage, "completion_tokens", None) is not None:
+                used = int(usage.completion_tokens)
             delta = chunk.choices[0].delta.content if chunk.choices else None
             if delta:
                 parts.append(delta)
+                report_progress(sink, req.agent, WRITING, len(parts))
                 sink.on_text(req.agent, delta)
+        report_progress(sink, req.agent, DONE, len(parts) if used is None else used)
         return "".join(parts).strip()
 
-    def _one(self, req: LLMRequest) -> str:
-        resp = self.client.chat.completions.create(
-            model=self.model,
-            messages=[
-                {"role": "system", "content": req.system},
-                {"role": "user", "content": req.user},
-            ],
-            temperature=0,
-            max_tokens=req.max_new_tokens or self.cfg.max_new_tokens,
-        )
+    def _complete(self, req: LLMRequest) -> tuple[str, int]:
+        """One completion without streaming: (text, completion tokens; 0 when not reported)."""
+        resp = self.client.chat.completions.create(**self._messages(req))
         if not resp.choices:
             raise RuntimeError(f"{self.cfg.openai_base_url}: the server returned no choices")
-        return (resp.choices[0].message.content or "").strip()
+        usage = getattr(resp, "usage", None)
+        used = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
+        return (resp.choices[0].message.content or "").strip(), used
+
+    def _one(self, req: LLMRequest) -> str:
+        return self._complete(req)[0]
 
     def _run(self, requests: Sequence[LLMRequest], sink: TextSink | None) -> list[str]:
         if sink is not None:  # streamed one after the other, so the text arrives in order

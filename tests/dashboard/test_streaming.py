@@ -36,3 +36,44 @@ def test_closing_the_stream_cancels_generation():
         next(stream)
     stream.close()  # what a rerun (Cancel clicked) does to st.write_stream's generator
     assert isinstance(box.get("error"), Cancelled) and "result" not in box
+
+
+def test_progress_reaches_the_page_before_the_text_in_the_script_thread():
+    import threading
+
+    from dashboard.streaming import NODE, Progress, progress_label
+
+    eng = fx.engine(FakeLLM(fx.echo_facts))
+    seen: list[tuple[str, Progress]] = []
+    page = threading.current_thread()
+
+    def on_progress(p: Progress) -> None:
+        assert threading.current_thread() is page  # Streamlit calls only from the script thread
+        seen.append(("progress", p))
+
+    stream, box = run_streaming(
+        lambda sink: eng.run(TRAJ, on_node=sink.on_node, sink=sink), on_progress
+    )
+    for piece in stream:
+        seen.append(("text", piece))
+    assert "result" in box
+    assert seen[0] == ("progress", Progress("retrieve", NODE))  # before any model work
+    first_text = next(i for i, (kind, _) in enumerate(seen) if kind == "text")
+    assert any(kind == "progress" and p.agent == "motor" for kind, p in seen[:first_text])
+    final = [p for kind, p in seen if kind == "progress" and p.agent == "final"]
+    counts = [p.tokens for p in final if p.stage == "writing"]
+    assert counts == sorted(counts) and counts[-1] == final[-1].tokens
+    assert progress_label(final[-1]) == f"Summary agent: done, {counts[-1]} tokens"
+
+
+def test_progress_labels():
+    from dashboard.streaming import NODE, QUEUED, Progress, progress_label
+
+    assert progress_label(Progress("final", "writing", 42)) == "Summary agent: writing, 42 tokens"
+    assert progress_label(Progress("motor", "writing", 1)) == "Motor agent: writing, 1 token"
+    assert (
+        progress_label(Progress("qol", "loading model"))
+        == "Quality-of-life agent: loading model..."
+    )
+    assert progress_label(Progress("domain_agents", NODE)) == "Running: domain agents..."
+    assert progress_label(Progress("", QUEUED, 2)).startswith("Waiting for the model: position 2")
