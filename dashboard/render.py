@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import export, trail
+from dashboard import export, review_submit, trail
 from dashboard.headline import headline_figures
 from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers, md_escape
 from dashboard.table_columns import show_table
@@ -194,6 +194,7 @@ def summary_beside(result: Result) -> DeltaGenerator:
 def export_buttons(result: Result, key: str) -> None:
     """The printable report (PDF, HTML, Markdown), the verification record (JSON) and the fact
     table (CSV) of the current result, each built on click and recorded as an export."""
+    review_submit.submit_button(result, key)  # the review queue: only a submitted release
     cols = st.columns(5)
     labels = {"pdf": "Report (PDF)", "html": "Report (HTML)", "md": "Report (Markdown)"}
     audit_fmt = {"pdf": "pdf", "html": "html", "md": "markdown"}

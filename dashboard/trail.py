@@ -1,7 +1,8 @@
 """The dashboard's side of the audit trail (engine.audit): every result released on a page,
-every export, sign-in, denied attempt, sign-off and rejection is recorded under the person of this
-session (set by dashboard.gate), and a summary whose review rejected it carries a banner wherever
-it is shown again."""
+every export, sign-in, denied attempt, submission for review, sign-off and rejection is recorded
+under the person of this session (set by dashboard.gate), and a summary whose review rejected it
+carries a banner wherever it is shown again. A released result enters the review queue of this
+dashboard's KB (kb_source) only when submitted (submit_for_review)."""
 
 from __future__ import annotations
 
@@ -63,29 +64,72 @@ def record_release(result: Any, cfg: Any) -> bool:
     except AuditError as e:
         st.error(f"Not shown: the result could not be recorded in the audit trail ({plain(e)}).")
         return False
-    st.session_state.setdefault(ENTRY_IDS, {})[id(result)] = entry.id
+    st.session_state.setdefault(ENTRY_IDS, {})[id(result)] = entry.id  # not queued: see submit
     return True
+
+
+def kb_source() -> str:
+    """Which KB this dashboard serves (engine.audit.trail.kb_source): the review queue's KB."""
+    from engine.audit.trail import kb_source as source
+
+    return source(services.base_config())
+
+
+def release_id(result: Any) -> int | None:
+    """The audit entry this session recorded when `result` was released, or None."""
+    return st.session_state.get(ENTRY_IDS, {}).get(id(result))
+
+
+def submit_for_review(result: Any) -> Any:
+    """Put the release of `result` in this KB's review queue (engine.audit.review.submit, once
+    per plan, KB generation and result) and return the Submission. ValueError when the result was
+    not recorded; AuditError when the trail is unavailable."""
+    from engine.audit.review import submit
+
+    entry_id = release_id(result)
+    if entry_id is None:
+        raise ValueError("this result was not recorded in the audit trail, so it cannot be queued")
+    ident = identity()
+    return submit(store(), entry_id, ident.user, role=ident.role_label, kb=kb_source())
+
+
+def queue_item(result: Any) -> Any:
+    """The review queue item the release of `result` belongs to, or None (not submitted, or not
+    recorded). Raises AuditError when the trail is unavailable."""
+    from engine.audit.review import queued
+
+    entry_id = release_id(result)
+    return None if entry_id is None else queued(store(), entry_id, kb_source())
+
+
+def _review_line(entry_id: int, review: Any, item: Any) -> str:
+    """The report header's review status of release `entry_id`."""
+    if review is not None:
+        verb = "signed off" if review.action != "reject" else "rejected"
+        number = item.number if item is not None else entry_id
+        return f"{verb} by {review.user} (audit entry #{number})"
+    if item is not None:
+        return f"not reviewed (audit entry #{entry_id}, in the review queue as #{item.number})"
+    return f"not reviewed (audit entry #{entry_id}, not submitted for review)"
 
 
 def report_context(result: Any) -> dict[str, Any]:
     """What the printed report's header says beyond the result: the KB generation the release was
-    recorded against, this session's user and the release's review status in the trail."""
+    recorded against, this session's user and the release's review status in the trail (its own
+    review, or that of the queue item it belongs to)."""
     ctx: dict[str, Any] = {"user": identity().user, "review_status": "not recorded"}
-    entry_id = st.session_state.get(ENTRY_IDS, {}).get(id(result))
+    entry_id = release_id(result)
     if entry_id is None:
         return ctx
     try:
         audit = store()
         entry = audit.get(entry_id)
-        review = audit.review_status([entry_id]).get(entry_id)
-    except AuditError:
+        item = queue_item(result)
+        review = audit.review_status([entry_id]).get(entry_id) or (item and item.review)
+    except (AuditError, ValueError):
         return {**ctx, "review_status": f"unknown (audit entry #{entry_id})"}
     ctx["kb_generation"] = entry.kb_generation if entry else None
-    if review is None:
-        ctx["review_status"] = f"not reviewed (audit entry #{entry_id})"
-    else:
-        verb = "signed off" if review.action != "reject" else "rejected"
-        ctx["review_status"] = f"{verb} by {review.user} (audit entry #{entry_id})"
+    ctx["review_status"] = _review_line(entry_id, review, item)
     return ctx
 
 

@@ -1,28 +1,58 @@
-"""Review page (reviewers): released summaries not yet reviewed, filtered by patient, user and
-date; one opened shows the stored result exactly as released with its provenance (KB generation
-and content hash, backend and model, verification), even after the KB was rebuilt; the reviewer
-signs it off or rejects it with a comment, both recorded in the audit trail. Four eyes: a release
-of the reviewer's own is marked in the list and says so before the buttons; a click is refused by
-engine.audit.review.sign, which records the attempt."""
+"""Review page (reviewers): the review queue of the KB this dashboard serves, i.e. the released
+summaries submitted for review from it (a Run alone is recorded but not queued; see
+dashboard.review_submit), filtered by status, patient, user and date; one opened shows the stored
+result exactly as released, its trajectory chart drawn from the stored copy
+(dashboard.stored_result), and its provenance (KB generation and content hash, backend and model,
+verification), even after the KB was rebuilt; the reviewer signs it off or rejects it with a
+comment, both recorded in the audit trail. Four eyes: a release of the reviewer's own is marked in
+the list and says so before the buttons; a click is refused by engine.audit.review.sign, which
+records the attempt."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import services, trail
+from dashboard import services, stored_result, trail, trajectory_chart
 from dashboard.messages import plain
 from engine.audit.errors import AuditError
 from engine.audit.review import intact, own_release, queue, self_review_message, sign
 from engine.audit.trail import kb_identity
 
 STATUS_LABELS = {"pending": "Awaiting review", "reviewed": "Reviewed", "all": "All"}
+CHARTED = ("trajectory", "single_session", "comparison")  # a cohort answer has no trajectory chart
+
+
+def _trajectory(stored: dict, zero_level: str | None) -> None:
+    """The release's trajectory chart, from the stored result (never the current KB)."""
+    st.markdown("**Trajectories (as released)**")
+    result = stored_result.result_from_json(stored)
+    if result is None:
+        st.info(
+            "The stored result cannot be drawn as a chart (it is not in the shape this version "
+            "reads); the summary and the tables below are shown as stored.",
+            icon=":material/info:",
+        )
+        return
+    if result.plan.analysis not in CHARTED or not result.facts:
+        st.caption("This result has no trajectory chart (a cohort answer, or no scores).")
+        return
+    fig = trajectory_chart.trajectory_figure(
+        result, zero_level=zero_level, months=result.plan.analysis == "comparison"
+    )
+    st.plotly_chart(fig, theme=None, key="review_trajectory_chart", width="stretch")
+
 
 st.header("Review", divider="gray")
 cfg = services.base_config()
+kb = trail.kb_source()
+st.caption(
+    f"The review queue of the KB `{kb}`: results submitted for review from this KB (a Run is "
+    "recorded in the audit trail; it is queued only when someone presses **Submit for review**)."
+)
 try:
     store = trail.store()
-    everything = queue(store, status="all")
+    everything = queue(store, status="all", kb=kb)
 except AuditError as e:
     st.error(f"The audit trail is unavailable: {plain(e)}")
     st.stop()
@@ -51,11 +81,11 @@ user = f3.selectbox(
     key="review_user",
 )
 since = f4.date_input("Since", value=None, key="review_since")
-items = queue(store, status=status or "all", patient=patient, user=user, since=since)
+items = queue(store, status=status or "all", patient=patient, user=user, since=since, kb=kb)
 
 if not items:
     st.info(
-        "Nothing to show: no released summary matches"
+        "Nothing to show: no summary submitted for review from this KB matches"
         + (" and awaits review." if status == "pending" else "."),
         icon=":material/task_alt:",
     )
@@ -68,6 +98,7 @@ st.dataframe(
                 "entry": i.entry.id,
                 "released (UTC)": i.entry.ts[:16].replace("T", " "),
                 "to": i.entry.user,
+                "submitted (UTC)": (i.submission.ts if i.submission else "")[:16].replace("T", " "),
                 "patients": ", ".join(map(str, i.entry.patients)) or "all",
                 "analysis": (i.entry.plan or {}).get("analysis"),
                 "backend": i.entry.backend,
@@ -83,7 +114,7 @@ st.dataframe(
 )
 by_id = {i.entry.id: i for i in items}
 pick = st.selectbox(
-    "Open a released summary",
+    "Open a submitted summary",
     list(by_id),
     format_func=lambda k: (
         f"#{k} \u00b7 {by_id[k].entry.ts[:16].replace('T', ' ')} \u00b7 "
@@ -137,6 +168,7 @@ with right:
         f"- Deterministic fallback used: {v.get('fallback_used', 'n/a')}"
     )
     st.json(entry.plan or {}, expanded=False)
+    _trajectory(result, services.clinical_refs(cfg).zero_level)  # beside the summary
 
 tab_facts, tab_flags, tab_narr, tab_ver = st.tabs(
     ["Fact table", "Flags", "Agent narratives", "Verification record"]

@@ -1,4 +1,6 @@
-"""`marag audit list | show | verify`: read the audit trail from the command line.
+"""`marag audit list | show | verify | queue | submit`: read the audit trail from the command line,
+list the review queue of a KB and put a release in it (engine.audit.review; there are no sign-off
+commands: reviews are made on the dashboard's Review page).
 
 `verify` exits 0 when the chain holds and 1 naming the first broken entry; errors a user can fix
 (an unknown id, a bad --since) raise ValueError, which engine.cli prints as one line (exit 2).
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any, common: Any = None) -> None:
     """Register `audit` and its subcommands on the top-level subparsers of engine.cli."""
-    audit = sub.add_parser("audit", help="the audit trail: list, show and verify entries")
+    audit = sub.add_parser(
+        "audit", help="the audit trail: list, show and verify entries; the review queue"
+    )
     asub = audit.add_subparsers(dest="audit_command", required=True)
     ls = asub.add_parser("list", help="list entries (newest last)")
     ls.add_argument("--user", default=None, help="only entries by this user")
@@ -31,10 +35,28 @@ def add_parser(sub: Any, common: Any = None) -> None:
     show.add_argument("id", type=int)
     show.add_argument("--json", action="store_true")
     asub.add_parser("verify", help="check the hash chain (exit 1 naming the first broken entry)")
+    _add_review_parsers(asub)
     for p in asub.choices.values():
         if common is not None:
             common(p)  # --kb-dir etc.: the default store lies beside the KB
         add_audit_db_flag(p)
+
+
+def _add_review_parsers(asub: Any) -> None:
+    """`audit queue` (the review queue of this KB) and `audit submit ID`."""
+    q = asub.add_parser("queue", help="the review queue of this KB (submitted releases)")
+    q.add_argument("--status", choices=("pending", "reviewed", "all"), default="pending")
+    q.add_argument("--patient", type=int, default=None, help="only items naming this patient")
+    q.add_argument("--user", default=None, help="only releases to this user")
+    q.add_argument("--since", default=None, help="only items submitted at or after this date")
+    q.add_argument("--generation", default=None, help="only items of this KB generation")
+    q.add_argument("--all-kbs", action="store_true", help="every KB's items, not only this one's")
+    q.add_argument("--json", action="store_true")
+    sb = asub.add_parser("submit", help="put a released result (ask / check entry) up for review")
+    sb.add_argument("id", type=int, help="the audit entry of the release")
+    sb.add_argument("--comment", default=None, help="a note for the reviewer")
+    sb.add_argument("--json", action="store_true")
+    add_user_flag(sb)
 
 
 def add_audit_db_flag(p: argparse.ArgumentParser) -> None:
@@ -110,16 +132,82 @@ def _show(store: AuditStore, args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
+def _item_json(item: Any) -> dict[str, Any]:
+    """One queue item for `audit queue --json` / `audit submit --json`."""
+    sub = item.submission
+    return {
+        "number": item.number,
+        "status": item.status,
+        "release": item.entry.brief(),
+        "kb": item.kb,
+        "kb_generation": item.entry.kb_generation,
+        "result_hash": item.entry.result_hash,
+        "submission": sub.id if sub else None,
+        "submitted_by": sub.user if sub else None,
+        "submitted_at": sub.ts if sub else None,
+        "review": item.review.brief() if item.review else None,
+    }
+
+
+def _queue(store: AuditStore, args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit queue`: the submitted releases of this KB (every KB with --all-kbs)."""
+    from engine.audit.review import queue
+    from engine.audit.trail import kb_source
+
+    kb = None if args.all_kbs else kb_source(cfg)
+    items = queue(
+        store,
+        status=args.status,
+        patient=args.patient,
+        user=args.user,
+        since=args.since,
+        kb=kb,
+        kb_generation=args.generation,
+    )
+    if args.json:
+        print(json.dumps({"kb": kb, "items": [_item_json(i) for i in items]}, default=str))
+        return 0
+    for i in items:
+        e, pats = i.entry, ",".join(map(str, i.entry.patients)) or "-"
+        by = f" by {i.submission.user}" if i.submission else ""
+        print(
+            f"#{i.number:<6} {e.ts[:19]}Z  {e.user}  patients {pats}  {e.kb_generation or '-'}  "
+            f"{i.status} (submitted{by})"
+        )
+    print(f"({len(items)} {args.status} items for KB {kb or 'any'})")
+    return 0
+
+
+def _submit(store: AuditStore, args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit submit ID`: queue a release once per review key (ValueError: no release)."""
+    from engine.audit.review import submit
+    from engine.audit.trail import kb_source, resolve_user
+
+    done = submit(
+        store,
+        args.id,
+        resolve_user(cfg, args.user),
+        role="cli",
+        kb=kb_source(cfg),
+        comment=args.comment,
+    )
+    if args.json:
+        print(json.dumps({"created": done.created, **_item_json(done.item)}, default=str))
+    else:
+        print(done.message)
+    return 0
+
+
 def run(args: argparse.Namespace, cfg: Config) -> int:
-    """`marag audit list | show | verify`; verify exits 1 when the chain is broken."""
+    """`marag audit list | show | verify | queue | submit`; verify exits 1 when the chain is
+    broken."""
     from engine.audit.trail import open_store
 
     store = open_store(cfg)
-    cmd = args.audit_command
-    if cmd == "list":
-        return _list(store, args, cfg)
-    if cmd == "show":
-        return _show(store, args, cfg)
+    commands = {"list": _list, "show": _show, "queue": _queue, "submit": _submit}
+    cmd = commands.get(args.audit_command)
+    if cmd is not None:
+        return cmd(store, args, cfg)
     verdict = store.verify()
     print(verdict.line())
     return 0 if verdict.ok else 1

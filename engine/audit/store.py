@@ -11,7 +11,7 @@ Nothing in this module updates or deletes an entry; `verify` re-reads the whole 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -40,12 +40,14 @@ ACTIONS = (
     "sign_off",
     "reject",
     "review_refused",
+    "submit_review",
     "sign_in",
     "denied",
     "trusted_network",
 )
 REVIEW_ACTIONS = ("sign_off", "reject")
 RELEASE_ACTIONS = ("ask", "check")
+SUBMIT_ACTIONS = ("submit_review",)  # a release put in the review queue (engine.audit.review)
 _PG_LOCK_KEY = 0x4D41524147  # "MARAG": the advisory lock every writer of the trail takes
 
 metadata = sa.MetaData()
@@ -167,6 +169,51 @@ def _entry(row: Mapping[str, Any]) -> Entry:
     )
 
 
+def _new_row(
+    *,
+    user: str,
+    role: str,
+    action: str,
+    patients: Any = (),
+    plan: dict[str, Any] | None = None,
+    kb_generation: str | None = None,
+    kb_hash: str | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+    result: dict[str, Any] | None = None,
+    verification: dict[str, Any] | None = None,
+    subject: int | None = None,
+    comment: str | None = None,
+    detail: dict[str, Any] | None = None,
+    ts: datetime | None = None,
+) -> dict[str, Any]:
+    """The stored columns of a new entry (without id and chain hashes); ValueError for an unknown
+    action or an entry without a user."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown audit action {action!r} (one of {', '.join(ACTIONS)})")
+    if not user:
+        raise ValueError("an audit entry needs a user")
+    result_text = _dumps(result)
+    return {
+        "ts": (ts or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds"),
+        "user": user,
+        "role": role or "",
+        "action": action,
+        "patients": _patients_text(patients),
+        "plan": _dumps(plan),
+        "kb_generation": kb_generation,
+        "kb_hash": kb_hash,
+        "backend": backend,
+        "model": model,
+        "result": result_text,
+        "result_hash": None if result_text is None else sha256(result_text),
+        "verification": _dumps(verification),
+        "subject": subject,
+        "comment": comment,
+        "detail": _dumps(detail),
+    }
+
+
 def database_url(target: str | Path) -> str:
     """A SQLAlchemy URL for a path (SQLite) or a URL given as is."""
     text = str(target)
@@ -245,64 +292,49 @@ class AuditStore:
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
-    def append(
-        self,
-        *,
-        user: str,
-        role: str,
-        action: str,
-        patients: Any = (),
-        plan: dict[str, Any] | None = None,
-        kb_generation: str | None = None,
-        kb_hash: str | None = None,
-        backend: str | None = None,
-        model: str | None = None,
-        result: dict[str, Any] | None = None,
-        verification: dict[str, Any] | None = None,
-        subject: int | None = None,
-        comment: str | None = None,
-        detail: dict[str, Any] | None = None,
-        ts: datetime | None = None,
-    ) -> Entry:
-        """Append one entry to the chain and return it as stored."""
-        if action not in ACTIONS:
-            raise ValueError(f"unknown audit action {action!r} (one of {', '.join(ACTIONS)})")
-        if not user:
-            raise ValueError("an audit entry needs a user")
-        result_text = _dumps(result)
-        row: dict[str, Any] = {
-            "ts": (ts or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds"),
-            "user": user,
-            "role": role or "",
-            "action": action,
-            "patients": _patients_text(patients),
-            "plan": _dumps(plan),
-            "kb_generation": kb_generation,
-            "kb_hash": kb_hash,
-            "backend": backend,
-            "model": model,
-            "result": result_text,
-            "result_hash": None if result_text is None else sha256(result_text),
-            "verification": _dumps(verification),
-            "subject": subject,
-            "comment": comment,
-            "detail": _dumps(detail),
-        }
+    def append(self, **fields: Any) -> Entry:
+        """Append one entry to the chain and return it as stored. Fields: user, role, action
+        (one of ACTIONS), patients, plan, kb_generation, kb_hash, backend, model, result,
+        verification, subject, comment, detail, ts (see the table `audit_log`)."""
+        row = _new_row(**fields)
         with self._errors("written"), self._write() as conn:
-            h = conn.execute(sa.select(head.c.last_id, head.c.last_hash)).first()
-            last_id, last_hash = (h.last_id, h.last_hash) if h else (0, GENESIS)
-            row["id"] = last_id + 1
-            row["prev_hash"] = last_hash
-            row["hash"] = entry_hash(row)
-            conn.execute(log.insert().values(**row))
-            if h:
-                conn.execute(
-                    head.update()
-                    .where(head.c.k == 1)
-                    .values(last_id=row["id"], last_hash=row["hash"])
-                )
-            else:
-                conn.execute(head.insert().values(k=1, last_id=row["id"], last_hash=row["hash"]))
+            return self._insert(conn, row)
+
+    def append_once(
+        self, *, match: Callable[[Entry], bool], like: str, **fields: Any
+    ) -> tuple[Entry, bool]:
+        """Append an entry unless one of the same action already matches, both under the
+        trail's write lock (two writers never both append). `like` narrows the search in SQL (a
+        substring of the stored detail JSON); `match` decides on each candidate. Returns the
+        existing entry and False, or the new one and True."""
+        row = _new_row(**fields)
+        pattern = "%" + like.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        q = (
+            sa.select(log)
+            .where(log.c.action == row["action"], log.c.detail.like(pattern, escape="\\"))
+            .order_by(log.c.id)
+        )
+        with self._errors("written"), self._write() as conn:
+            for r in conn.execute(q).mappings():
+                found = _entry(r)
+                if match(found):
+                    return found, False
+            return self._insert(conn, row), True
+
+    def _insert(self, conn: sa.Connection, row: dict[str, Any]) -> Entry:
+        """Chain `row` onto the head and insert it (inside a write transaction)."""
+        h = conn.execute(sa.select(head.c.last_id, head.c.last_hash)).first()
+        last_id, last_hash = (h.last_id, h.last_hash) if h else (0, GENESIS)
+        row["id"] = last_id + 1
+        row["prev_hash"] = last_hash
+        row["hash"] = entry_hash(row)
+        conn.execute(log.insert().values(**row))
+        if h:
+            conn.execute(
+                head.update().where(head.c.k == 1).values(last_id=row["id"], last_hash=row["hash"])
+            )
+        else:
+            conn.execute(head.insert().values(k=1, last_id=row["id"], last_hash=row["hash"]))
         return _entry(row)
 
     def get(self, entry_id: int) -> Entry | None:
@@ -318,10 +350,13 @@ class AuditStore:
         since: str | date | datetime | None = None,
         actions: tuple[str, ...] | None = None,
         subject: int | None = None,
+        ids: Sequence[int] | None = None,
         limit: int | None = None,
         newest_first: bool = False,
     ) -> list[Entry]:
         q = sa.select(log)
+        if ids is not None:
+            q = q.where(log.c.id.in_([int(i) for i in ids]))
         if user:
             q = q.where(log.c.user == user)
         if patient is not None:

@@ -1,7 +1,8 @@
 """What an audit entry says about a run, and the one call other code makes to write it:
 `record(cfg, action, ...)`. It names the user (flag, MARAG_USER through Config, else the OS login),
-the KB generation and its content hash, the backend and model, the result JSON as released with
-its hash, and a summary of the verification record.
+the KB generation and its content hash, which KB that is (`detail.kb`, kb_source: its directory or
+its Chroma server and collection; two KBs may both be at `gen-000001`), the backend and model, the
+result JSON as released with its hash, and a summary of the verification record.
 
     from engine.audit import record
     record(cfg, "check", user=args.user, result=check_json, plan=plan)   # `marag check`
@@ -66,6 +67,15 @@ def kb_identity(cfg: Config) -> tuple[str | None, str | None]:
     except (OSError, ValueError):
         return gen.name, None
     return gen.name, sha256(canonical(hashes))
+
+
+def kb_source(cfg: Config) -> str:
+    """Which KB this configuration serves, whatever its generation: the resolved KB directory of
+    the embedded store, or a Chroma server's URL and collection (`URL#collection`). The review
+    queue is per KB source."""
+    if cfg.chroma_url:
+        return f"{cfg.chroma_url}#{cfg.collection}"
+    return str(Path(cfg.kb_dir).expanduser().resolve())
 
 
 def model_label(cfg: Config, backend: str | None = None) -> str | None:
@@ -134,6 +144,8 @@ def record(
     if with_kb is None:
         with_kb = payload is not None
     generation, kb_hash = kb_identity(cfg) if with_kb else (None, None)
+    if with_kb:
+        detail = {"kb": kb_source(cfg), **(detail or {})}
     return (store or open_store(cfg)).append(
         user=resolve_user(cfg, user),
         role=role,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.audit.review import SelfReviewError, own_release, queue, sign
+from engine.audit.review import SelfReviewError, own_release, queue, sign, submit
 from engine.audit.store import AuditStore, Entry
 from engine.cli import main
 
@@ -61,17 +61,20 @@ def test_own_release_cannot_be_reviewed_and_the_attempt_is_recorded(audit_url, d
     assert r.detail["released_to"] == released.user
     assert r.detail["result_hash"] == released.result_hash
     assert "your own release" in r.comment
-    # still awaiting review, and the refusal is not a review
+    # once submitted it awaits review, and the refusal is not a review
+    submit(store, released, released.user)
     assert [i.entry.id for i in queue(store, status="pending")] == [released.id]
     assert store.review_status() == {}
     v = store.verify()
-    assert v.ok and v.entries == 2, v.line()
+    assert v.ok and v.entries == 3, v.line()
     store.close()
 
 
 def test_another_reviewer_can_still_review_after_a_refusal(audit_url):
     store = AuditStore(audit_url)
     first, second = _release(store), _release(store)
+    submit(store, first, first.user)  # the second says the same: it is the same queue item
+    assert [i.entry.id for i in queue(store, status="pending")] == [first.id]
     with pytest.raises(SelfReviewError):
         sign(store, first.id, "sign_off", user=first.user, role="reviewer")
     done = sign(store, first.id, "sign_off", user="dr.bob@hospital.example", role="reviewer")
@@ -92,6 +95,7 @@ def test_another_reviewer_can_still_review_after_a_refusal(audit_url):
     assert [e.action for e in store.entries()] == [
         "ask",
         "ask",
+        "submit_review",
         "review_refused",
         "sign_off",
         "reject",

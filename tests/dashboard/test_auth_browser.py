@@ -2,11 +2,11 @@
 with an [auth] section pointing at a local OpenID Connect provider started by the test
 (PyPI `oidc-provider-mock`, loopback only), driven by Playwright in Debian's headless Chromium.
 
-- a clinician signs in and runs a patient; a reviewer signs in through the provider's form, sees
-  Review but not Data, opens the clinician's release on the Review page, rejects it with a
-  comment, and the rejection banner follows the summary back to the Patient page; the reviewer's
-  own release then says it cannot be reviewed by them, and a sign-off of it is refused and
-  recorded (four eyes);
+- a clinician signs in, runs a patient and submits the result for review; a reviewer signs in
+  through the provider's form, sees Review but not Data, opens the clinician's release on the
+  Review page with its chart, rejects it with a comment, and the rejection banner follows the
+  summary back to the Patient page; the reviewer's own submitted release then says it cannot be
+  reviewed by them, and a sign-off of it is refused and recorded (four eyes);
 - a user with no role gets the "no access" page, and the attempt is in the audit trail;
 - a data manager (by group claim) sees only the Data page;
 - without [auth], a server on 0.0.0.0 refuses to show anything.
@@ -173,6 +173,13 @@ def _trail(tmp: Path):
     return AuditStore(f"sqlite:///{tmp / 'audit.sqlite3'}")
 
 
+def _submit_for_review(page, confirmation: str) -> None:
+    """Press "Submit for review" under the shown result and wait for its confirmation."""
+    page.get_by_role("button", name="Submit for review").click()
+    page.get_by_text(confirmation).first.wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Submit for review").is_disabled()
+
+
 def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     url, tmp = app_with_auth
     OUT.mkdir(parents=True, exist_ok=True)
@@ -186,6 +193,7 @@ def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     page.wait_for_selector(".js-plotly-plot", timeout=30_000)
     summary = page.locator(".st-key-summary_box").inner_text()
     assert "patient 7" in summary.lower()
+    _submit_for_review(page, "Submitted for review as #2")
     ctx.close()
 
     ctx, page = _page(chromium)  # the reviewer
@@ -210,6 +218,7 @@ def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     assert page.get_by_role("heading", name="Review").first.is_visible()
     stored = page.locator(".st-key-review_summary").inner_text()
     assert stored.split()[:12] == summary.split()[:12]  # the release, as stored
+    page.wait_for_selector(".st-key-review_trajectory_chart .js-plotly-plot", timeout=30_000)
     assert page.get_by_text("Stored result matches its recorded hash").first.is_visible()
     assert not page.get_by_text("your own release").count()
     page.get_by_label("Comment (required to reject)").fill(
@@ -226,7 +235,11 @@ def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     assert page.get_by_text("Rejected in review").first.is_visible()
     shots.screenshot(page, OUT / "patient-rejected.png")
 
-    # four eyes: the reviewer's own release says so, and a sign-off is refused
+    # four eyes: the reviewer's own submitted release says so, and a sign-off is refused
+    page.goto(url + "/?patient=8&run=1")
+    shots.wait_idle(page)
+    page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+    _submit_for_review(page, "Submitted for review as #7")
     page.get_by_role("link", name="Review").first.click()
     shots.wait_idle(page)
     assert page.get_by_text("You cannot review your own release").first.is_visible()
@@ -239,12 +252,15 @@ def test_reviewer_signs_in_reviews_and_rejects(app_with_auth, chromium):
     assert rows == [
         ("sign_in", "carl.clinician@hospital.example", None),
         ("ask", "carl.clinician@hospital.example", None),
+        ("submit_review", "carl.clinician@hospital.example", 2),
         ("sign_in", "rita.reviewer@hospital.example", None),
         ("reject", "rita.reviewer@hospital.example", 2),
+        ("ask", "rita.reviewer@hospital.example", None),  # patient 7 again: not queued
         ("ask", "rita.reviewer@hospital.example", None),
-        ("review_refused", "rita.reviewer@hospital.example", 5),
+        ("submit_review", "rita.reviewer@hospital.example", 7),
+        ("review_refused", "rita.reviewer@hospital.example", 7),
     ], rows
-    assert trail.get(4).comment == "Motor score at visit 2 needs a source check"
+    assert trail.get(5).comment == "Motor score at visit 2 needs a source check"
     assert trail.verify().ok
     assert not errors, errors
     ctx.close()

@@ -2,7 +2,8 @@
 Debian's headless Chromium. It picks a patient in the UI, runs a trajectory and checks that the
 summary (with its grounding badge), the trajectory chart and the flags are on the page; then it
 runs a comparison through a deep link; a link with an unknown patient shows an error and runs
-nothing. Screenshots go to test-output/screenshots/.
+nothing; a result submitted for review is queued once and opens on the Review page with its
+chart. Screenshots go to test-output/screenshots/.
 
 Uses a KB built in tmp from the shipped synthetic sample with hashing embeddings and the facts
 backend (MARAG_LLM=facts): the UI path is the same for every backend, and retrieval is exact
@@ -11,6 +12,7 @@ metadata match, so the embedding model does not change what is shown.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -114,6 +116,42 @@ def test_unknown_patient_link_runs_nothing_in_chromium(server):
         assert "run=1" not in page.url and "999" not in page.url
         assert page.locator("[data-testid=stSelectbox]").filter(has_text="Patient").count() >= 1
         shots.screenshot(page, OUT / "04-bad-link.png")
+        assert not errors, errors
+
+
+def test_submit_for_review_and_the_review_page_draws_the_chart(server):
+    """A run is queued only by "Submit for review", which names the queue number and stays
+    disabled; a fresh run of the same link is that item; the Review page shows the summary with
+    its trajectory chart."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    link = server + "/?patient=5&run=1"
+    with shots.browser() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(link)
+        shots.wait_idle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+        summary = page.locator(".st-key-summary_box").inner_text()
+        button = page.get_by_role("button", name="Submit for review")
+        assert button.is_enabled()
+        button.click()
+        note = page.get_by_text(re.compile(r"Submitted for review as #\d+")).first
+        note.wait_for(timeout=30_000)
+        number = re.search(r"#(\d+)", note.inner_text()).group(1)
+        assert page.get_by_role("button", name="Submit for review").is_disabled()
+
+        page.goto(link)  # a fresh page load runs again: the same plan, KB and result
+        shots.wait_idle(page)
+        page.get_by_text(f"Already in the review queue as #{number}").first.wait_for(timeout=30_000)
+        assert page.get_by_role("button", name="Submit for review").is_disabled()
+
+        page.goto(server + "/review")
+        shots.wait_idle(page)
+        page.wait_for_selector(".st-key-review_trajectory_chart .js-plotly-plot", timeout=30_000)
+        stored = page.locator(".st-key-review_summary").inner_text()
+        assert stored.split()[:12] == summary.split()[:12]
+        assert page.get_by_text(f"#{number}").first.is_visible()
+        shots.screenshot(page, OUT / "05-review-chart.png")
         assert not errors, errors
 
 

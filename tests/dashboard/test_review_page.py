@@ -1,8 +1,9 @@
 """The review workflow under AppTest (real Engine over the in-memory KB, real SQLite trail in tmp):
-a run on the Patient page is recorded as a release; the Review page lists it as awaiting review,
-opens the stored result as released, refuses a rejection without a comment, records the
-rejection with its comment, and the rejected summary then carries a banner on the Patient page
-and in the Review list; a sign-off of another release moves it to "Reviewed". Four eyes: the
+a run on the Patient page is recorded as a release and, once submitted for review, the Review page
+lists it as awaiting review, opens the stored result as released with its trajectory chart,
+refuses a rejection without a comment, records the rejection with its comment, and the rejected
+summary then carries a banner on the Patient page and in the Review list; a sign-off of another
+release moves it to "Reviewed"; running the same plan again queues nothing new. Four eyes: the
 releases are reviewed by another user; the user a release names is told before clicking that they
 cannot review it, and a click is refused and recorded."""
 
@@ -19,11 +20,14 @@ def _trail(tmp_path) -> AuditStore:
     return AuditStore(f"sqlite:///{tmp_path / 'audit.sqlite3'}")
 
 
-def _run_patient(at, pid: int):
+def _run_patient(at, pid: int, *, submit: bool = False):
     at.switch_page("views/patient.py").run()
     at.selectbox(key="patient").set_value(pid).run()
     at.button(key="run_patient").click().run()
     assert not at.exception, at.exception
+    if submit:
+        at.button(key="submit_review_patient").click().run()
+        assert not at.exception, at.exception
     return at
 
 
@@ -32,11 +36,14 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
 
     monkeypatch.setenv("MARAG_USER", "dr.local")
     at = AppTest.from_file(str(APP), default_timeout=30).run()
-    _run_patient(at, 8)
-    _run_patient(at, 3)
+    _run_patient(at, 8, submit=True)  # release #1, submitted (#2)
+    _run_patient(at, 3, submit=True)  # release #3, submitted (#4)
     trail = _trail(tmp_path)
     released = trail.entries(actions=("ask",))
-    assert [(e.user, e.patients) for e in released] == [("dr.local", [8]), ("dr.local", [3])]
+    assert [(e.id, e.user, e.patients) for e in released] == [
+        (1, "dr.local", [8]),
+        (3, "dr.local", [3]),
+    ]
     summary8 = released[0].result["summary"]
     assert "patient 8" in summary8.lower()
 
@@ -45,11 +52,12 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
     assert not at.exception, at.exception
     assert at.header[0].value == "Review"
     pick = at.selectbox(key="review_entry")
-    assert pick.options[0].startswith("#2") and pick.options[1].startswith("#1")  # newest first
+    assert pick.options[0].startswith("#3") and pick.options[1].startswith("#1")  # newest first
     pick.set_value(1).run()
     shown = at.get("text")
     assert shown and shown[0].value == summary8  # the stored text, exactly as released
     assert any("matches its recorded hash" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 1  # the release's trajectory chart
 
     at.button(key="review_reject").click().run()  # no comment: refused
     assert any("needs a comment" in e.value for e in at.error)
@@ -65,8 +73,8 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
         (1, "dr.review", "Visit 3 non-motor 0 is a data-entry error")
     ]
     assert rej[0].detail["result_hash"] == released[0].result_hash
-    # entry 1 left the queue; entry 2 is still awaiting review
-    assert [o[:2] for o in at.selectbox(key="review_entry").options] == ["#2"]
+    # entry 1 left the queue; entry 3 is still awaiting review
+    assert [o[:2] for o in at.selectbox(key="review_entry").options] == ["#3"]
 
     # the rejected summary carries its banner wherever it is shown again
     at.segmented_control(key="review_status").set_value("reviewed").run()
@@ -74,20 +82,26 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
     assert any("Rejected in review" in e.value and "data-entry error" in e.value for e in at.error)
     _run_patient(at, 8)
     assert any("Rejected in review" in e.value for e in at.error)
+    # the re-run says the same as release #1: it is that queue item, not a new one
+    assert at.button(key="submit_review_patient").disabled
+    assert [i.value for i in at.info if "review queue" in i.value] == [
+        "Already in the review queue as #1 (rejected)"
+    ]
     _run_patient(at, 3)
     assert not any("Rejected in review" in e.value for e in at.error)
 
     # sign off the other release
     at.switch_page("views/review.py").run()
     at.segmented_control(key="review_status").set_value("pending").run()
-    # the re-runs above are new releases (#4 patient 8, #5 patient 3), also awaiting review
-    assert [o.split(" ")[0] for o in at.selectbox(key="review_entry").options] == ["#5", "#4", "#2"]
-    at.selectbox(key="review_entry").set_value(2).run()
+    # the re-runs above are releases in the trail (#6 patient 8, #7 patient 3), not queue items
+    assert [e.id for e in trail.entries(actions=("ask",))] == [1, 3, 6, 7]
+    assert [o.split(" ")[0] for o in at.selectbox(key="review_entry").options] == ["#3"]
+    at.selectbox(key="review_entry").set_value(3).run()
     at.button(key="review_sign_off").click().run()
     assert not at.exception, at.exception
     assert [(e.action, e.subject) for e in trail.entries(actions=("sign_off", "reject"))] == [
         ("reject", 1),
-        ("sign_off", 2),
+        ("sign_off", 3),
     ]
     assert trail.verify().ok
     assert trail.entries(actions=("review_refused",)) == []
@@ -101,7 +115,7 @@ def test_own_release_cannot_be_reviewed_on_the_review_page(handle, tmp_path, mon
 
     monkeypatch.setenv("MARAG_USER", "dr.local")
     at = AppTest.from_file(str(APP), default_timeout=30).run()
-    _run_patient(at, 8)
+    _run_patient(at, 8, submit=True)
     at.switch_page("views/review.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="review_entry").options[0].endswith("your release")
@@ -144,6 +158,7 @@ def test_review_shows_the_release_as_stored_after_a_kb_rebuild(handle, tmp_path,
     from streamlit.testing.v1 import AppTest
 
     from engine.audit import record
+    from engine.audit.review import submit
     from engine.config import Config
     from engine.types import Plan
     from kb_store.chroma_kb import build_kb
@@ -162,6 +177,7 @@ def test_review_shows_the_release_as_stored_after_a_kb_rebuild(handle, tmp_path,
     )
     released = record(Config.load(), "ask", user="dr.a", role="clinician", result=result)
     assert released.kb_generation == "gen-000001"
+    assert submit(_trail(tmp_path), released, "dr.a").created
     build_kb([s for s in sessions if s.proj_id != 44], kb_dir, embedding="hashing")  # rebuilt
 
     at = AppTest.from_file(str(APP), default_timeout=30).run()
@@ -171,23 +187,21 @@ def test_review_shows_the_release_as_stored_after_a_kb_rebuild(handle, tmp_path,
     notes = " ".join(w.value for w in at.warning)
     assert "The KB has changed since this was released (now `gen-000002`)" in notes
     assert any("gen-000001" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 1  # drawn from the stored copy
 
 
-def test_exports_are_recorded(handle, tmp_path, monkeypatch):
-    """Each download of the current result (report, CSV, JSON) is an `export` audit entry naming
-    the format, the release it exports and the patients."""
+def test_export_buttons_record_nothing_until_a_file_is_requested(handle, tmp_path, monkeypatch):
+    """Drawing (or clicking, in AppTest) the downloads records no export and reruns nothing: the
+    export entry is written when the browser requests the file (dashboard.downloads; recorded in
+    tests/dashboard/test_downloads.py and test_browser.py)."""
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("MARAG_USER", "dr.local")
     at = AppTest.from_file(str(APP), default_timeout=30).run()
     _run_patient(at, 8)
-    at.download_button(key="dl_md_patient").click().run()
-    assert not at.exception, at.exception
+    keys = {b.key for b in at.get("download_button")}
+    assert {"dl_pdf_patient", "dl_html_patient", "dl_md_patient", "dl_json_patient"} <= keys
     at.switch_page("views/provenance.py").run()
-    at.download_button(key="dl_json_prov").click().run()
     assert not at.exception, at.exception
-    exports = _trail(tmp_path).entries(actions=("export",))
-    assert [(e.user, e.detail["format"], e.detail["of_entry"], e.patients) for e in exports] == [
-        ("dr.local", "markdown", 1, [8]),
-        ("dr.local", "json", 1, [8]),
-    ]
+    assert {b.key for b in at.get("download_button")} >= {"dl_facts_prov", "dl_json_prov"}
+    assert _trail(tmp_path).entries(actions=("export",)) == []
