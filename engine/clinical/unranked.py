@@ -117,8 +117,8 @@ def _n_patients(n: int) -> str:
 
 
 def not_ranked_line(groups: Sequence[Mapping[str, Any]], n_patients: int, what: str) -> str:
-    """ "Not ranked: 7 of 46 patients: 3 patients with one usable motor score (...): patients 4, 9
-    and 31;
+    """ "7 of 46 patients are not ranked. 3 patients with one usable motor score (...): patients 4, 9
+    and 31.
     ..." ('' when every patient is ranked)."""
     n = sum(len(g["patients"]) for g in groups)
     if not n:
@@ -127,7 +127,9 @@ def not_ranked_line(groups: Sequence[Mapping[str, Any]], n_patients: int, what: 
         f"{_n_patients(len(g['patients']))} {_phrase(g['reason'], what)}{_patients(g['patients'])}"
         for g in groups
     ]
-    return f"Not ranked: {n} of {n_patients} patients: " + "; ".join(parts)
+    # the count before "ranked", and a sentence per reason: a number shortly after "ranked" (or
+    # in a sentence that says it and names a patient) reads as a rank
+    return f"{n} of {n_patients} patients are not ranked. " + ". ".join(parts)
 
 
 def listed(groups: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -62,8 +62,8 @@ def test_the_line_counts_every_patient_and_names_at_most_the_listed():
         {"reason": "no_per_year", "patients": many, "usable": [2] * len(many)},
     ]
     line = not_ranked_line(groups, 60, "motor score")
-    assert line.startswith(f"Not ranked: {1 + len(many)} of 60 patients: 1 patient with no usable")
-    assert ": patient 2;" in line
+    assert line.startswith(f"{1 + len(many)} of 60 patients are not ranked. 1 patient with no usable")
+    assert ": patient 2. " in line
     assert f"{len(many)} patients with too few assessments" in line
     assert ", including patients 100, 101" in line and str(many[LISTED]) not in line
     assert not_ranked_line([], 60, "motor score") == ""
@@ -137,8 +137,8 @@ def test_the_released_answer_says_who_was_not_ranked_and_passes_its_check(kb):
     groups = res.cohort["not_ranked"]
     n = sum(len(g["patients"]) for g in groups)
     assert n > 0 and {g["reason"] for g in groups} >= {"no_per_year"}
-    line = next(ln for ln in res.summary.splitlines() if ln.startswith("Not ranked:"))
-    assert line.startswith(f"Not ranked: {n} of {res.cohort['n_patients']} patients: ")
+    line = next(ln for ln in res.summary.splitlines() if "patients are not ranked." in ln)
+    assert line.startswith(f"{n} of {res.cohort['n_patients']} patients are not ranked. ")
     assert "rate per year" in line
     assert res.verification["summary_passed"], res.verification["unsupported"]
     assert res.verification["unsupported"] == []
