@@ -62,7 +62,9 @@ def test_the_line_counts_every_patient_and_names_at_most_the_listed():
         {"reason": "no_per_year", "patients": many, "usable": [2] * len(many)},
     ]
     line = not_ranked_line(groups, 60, "motor score")
-    assert line.startswith(f"{1 + len(many)} of 60 patients are not ranked. 1 patient with no usable")
+    assert line.startswith(
+        f"{1 + len(many)} of 60 patients are not ranked. 1 patient with no usable"
+    )
     assert ": patient 2. " in line
     assert f"{len(many)} patients with too few assessments" in line
     assert ", including patients 100, 101" in line and str(many[LISTED]) not in line
