@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import export, review_submit, trail
+from dashboard import downloads, export, review_submit, trail
 from dashboard.headline import headline_figures
 from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers, md_escape
 from dashboard.table_columns import show_table
@@ -200,35 +200,38 @@ def export_buttons(result: Result, key: str) -> None:
     audit_fmt = {"pdf": "pdf", "html": "html", "md": "markdown"}
     context = trail.report_context(result)  # now: the deferred callables run outside the script
     for col, fmt in zip(cols, ("pdf", "html", "md"), strict=False):
-        col.download_button(
+        downloads.download(
+            col,
             labels[fmt],
             lambda fmt=fmt: export.report(result, fmt, **context),
+            result=result,
+            fmt=audit_fmt[fmt],
             file_name=f"marag-report.{fmt}",
             mime=export.REPORT_MIME[fmt],
             key=f"dl_{fmt}_{key}",
             icon=":material/print:" if fmt == "pdf" else ":material/description:",
-            on_click=trail.record_export,  # every export is audited
-            args=(result, audit_fmt[fmt]),
         )
-    cols[3].download_button(
+    downloads.download(
+        cols[3],
         "Verification record (JSON)",
         lambda: export.verification_json(result),
+        result=result,
+        fmt="json",
         file_name="marag-verification.json",
         mime="application/json",
         key=f"dl_json_{key}",
         icon=":material/verified:",
-        on_click=trail.record_export,  # every export is audited
-        args=(result, "json"),
     )
-    cols[4].download_button(
+    downloads.download(
+        cols[4],
         "Fact table (CSV)",
         lambda: export.facts_csv(result),
+        result=result,
+        fmt="facts_csv",
         file_name="marag-facts.csv",
         mime="text/csv",
         key=f"dl_csv_{key}",
         icon=":material/table:",
-        on_click=trail.record_export,  # every export is audited
-        args=(result, "facts_csv"),
     )
 
 

@@ -133,24 +133,6 @@ def report_context(result: Any) -> dict[str, Any]:
     return ctx
 
 
-def record_export(result: Any, fmt: str) -> None:
-    """download_button callback: an export of the current result."""
-    try:
-        record(
-            "export",
-            result=None,
-            plan=result.plan,
-            detail={
-                "format": fmt,
-                "of_entry": st.session_state.get(ENTRY_IDS, {}).get(id(result)),
-                "summary_sha256": sha256(result.summary or ""),
-            },
-            patients={int(f.patient) for f in result.facts},
-        )
-    except AuditError as e:
-        st.toast(f"Export not recorded in the audit trail: {plain(e)}", icon=":material/error:")
-
-
 def record_kb_build(cfg: Any, detail: dict[str, Any]) -> None:
     """A KB build on the Data page (after it succeeded)."""
     try:

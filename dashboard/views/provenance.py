@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import export, render, session, tables, trail
+from dashboard import downloads, export, render, session, tables
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
 
@@ -186,33 +186,36 @@ with v2:
 
 st.subheader("Downloads")
 d1, d2, d3 = st.columns(3)
-d1.download_button(
+downloads.download(
+    d1,
     "Fact table (CSV)",
     lambda: export.facts_csv(result),
+    result=result,
+    fmt="facts_csv",
     file_name="marag-facts.csv",
     mime="text/csv",
     key="dl_facts_prov",
-    on_click=trail.record_export,  # every export is audited
-    args=(result, "facts_csv"),
     icon=":material/table:",
 )
-d2.download_button(
+downloads.download(
+    d2,
     "Number links (CSV)",
     lambda: export.provenance_csv(result),
+    result=result,
+    fmt="links_csv",
     file_name="marag-provenance.csv",
     mime="text/csv",
     key="dl_links_prov",
-    on_click=trail.record_export,  # every export is audited
-    args=(result, "links_csv"),
     icon=":material/link:",
 )
-d3.download_button(
+downloads.download(
+    d3,
     "Result (JSON)",
     lambda: json.dumps(result.to_json(), indent=1, default=str),
+    result=result,
+    fmt="json",
     file_name="marag-result.json",
     mime="application/json",
     key="dl_json_prov",
-    on_click=trail.record_export,  # every export is audited
-    args=(result, "json"),
     icon=":material/data_object:",
 )

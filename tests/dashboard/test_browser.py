@@ -182,6 +182,21 @@ def test_pdf_report_download_matches_the_cli_report(demo, tmp_path, monkeypatch)
             page.get_by_role("button", name="Report (PDF)").click()
         path = tmp_path / "dashboard.pdf"
         dl.value.save_as(path)
+        # every other download, each clicked twice without waiting: the file is built (and its
+        # export recorded) on request, with no rerun that could drop it ("Deferred file ... not
+        # found")
+        for name in ("Report (HTML)", "Verification record (JSON)", "Fact table (CSV)"):
+            for _ in range(2):
+                with page.expect_download(timeout=60_000) as more:
+                    page.get_by_role("button", name=name).click()
+                assert more.value.failure() is None, name
+        assert not page.get_by_text("not found").count()
+    from engine.audit.store import AuditStore, database_url
+
+    exports = AuditStore(database_url(kb_dir.parent / "audit.sqlite3")).entries(actions=("export",))
+    formats = [e.detail["format"] for e in exports if e.patients == [7]]
+    assert formats[-7:] == ["pdf", "html", "html", "json", "json", "facts_csv", "facts_csv"]
+    assert all(e.detail["of_entry"] is not None for e in exports[-7:])
     pdf = path.read_bytes()
     assert pdf.startswith(b"%PDF-")
     monkeypatch.setenv("MARAG_KB_DIR", str(kb_dir))
