@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         t0 = time.perf_counter()
         llm = open_llm(Config.load(base, env={}))
+        load = getattr(llm, "load", None)  # the local model loads on its first run otherwise
+        if callable(load):
+            load()
         load_s = time.perf_counter() - t0
         for name, q in QUERIES.items():
             for batched in (True, False):

@@ -113,7 +113,7 @@ def config_for(backend: str | None) -> Config:
 
 
 @st.cache_resource(
-    show_spinner="Opening the knowledge base and loading the model...", max_entries=4
+    show_spinner="Opening the knowledge base..."  # a local model loads on its first run, max_entries=4
 )
 def _cached_engine(key: str, _cfg: Config) -> EngineHandle:  # noqa: ARG001  # Streamlit cache key
     from kb_store.kb_location import KBMissingError
