@@ -4,7 +4,9 @@ verifies (SQLite: BEGIN IMMEDIATE under WAL; PostgreSQL: a transaction-level adv
 from __future__ import annotations
 
 import multiprocessing as mp
+import sys
 import time
+import types
 
 from engine.audit.store import AuditStore
 
@@ -19,7 +21,11 @@ def _worker(url: str, w: int, start, n: int) -> None:
     store.close()
 
 
-def test_eight_processes_append_200_each_lose_nothing(audit_url):
+def test_eight_processes_append_200_each_lose_nothing(audit_url, monkeypatch):
+    # a spawned child re-runs the parent's __main__: after a Streamlit AppTest in this process
+    # that is the app script, which fails in the child; a bare __main__ gives the children nothing
+    # to re-run
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     AuditStore(audit_url).close()  # create the schema once
     ctx = mp.get_context("spawn")
     start = ctx.Event()
