@@ -73,7 +73,10 @@ def style_changes(df: pd.DataFrame, column: str = "change") -> Any:
     for c in shown.columns:
         if shown[c].dtype == object:
             shown[c] = shown[c].map(lambda x: "" if x is None else x)
-    return shown.style.map(change_style, subset=[column])
+    floats = [c for c in shown.columns if pd.api.types.is_float_dtype(shown[c])]  # e.g. score
+    return shown.style.map(change_style, subset=[column]).format(
+        lambda x: "" if pd.isna(x) else fmt_num(x), subset=floats
+    )
 
 
 def change_style(v: Any) -> str:

@@ -40,8 +40,10 @@ PAGES: dict[str, str] = {
     "compare": "/compare?patients=3&patients=8&run=1",
     "cohort": "/cohort?question=Which+patient%27s+motor+score+is+worsening+fastest%3F&run=1",
     "provenance": "/provenance",
+    "search": "/search",
     "data": "/data",
 }
+SEARCH_TEXT = "falls and freezing"
 
 
 def free_port() -> int:
@@ -173,6 +175,12 @@ def capture_pages(base_url: str, out_dir: Path, pages: dict[str, str] = PAGES) -
             else:
                 page.goto(base_url + path)
             wait_idle(page)
+            if name == "search":  # a search with its hits
+                box = page.get_by_label("Search sessions and clinician notes")
+                box.fill(SEARCH_TEXT)
+                box.press("Enter")
+                wait_idle(page)
+                page.wait_for_selector(".st-key-hit_1", timeout=30_000)
             if name == "data":  # show the validation report of the default sample
                 page.get_by_role("button", name="Validate").click()
                 wait_idle(page)

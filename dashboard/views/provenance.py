@@ -14,6 +14,7 @@ import streamlit as st
 from dashboard import downloads, export, render, session, tables
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
+from dashboard.table_columns import show_table
 
 st.header("Provenance", divider="gray")
 result = session.current_result()
@@ -52,7 +53,7 @@ for col in ("patient", "visit"):
     if col in df.columns:
         df[col] = df[col].astype("Int64")
 if not df.empty:
-    st.dataframe(
+    show_table(
         df.style.map(lambda v: "" if v else "background-color: #F6DEDA", subset=["supported"]),
         hide_index=True,
         key="links_table",
@@ -84,11 +85,11 @@ if not df.empty:
     a, b = st.columns(2)
     with a:
         st.markdown("**Ledger values**")
-        st.dataframe(
+        show_table(
             pd.DataFrame([v.__dict__ for v in lk.values]), hide_index=True, key="trace_values"
         )
         st.markdown("**Fact rows**")
-        st.dataframe(tables.facts_frame(lk.facts), hide_index=True, key="trace_facts")
+        show_table(tables.facts_frame(lk.facts), hide_index=True, key="trace_facts")
     with b:
         st.markdown("**KB documents**")
         docs = handle.kb.get_docs(lk.doc_ids) if lk.doc_ids else []
@@ -127,7 +128,7 @@ red = (result.flags or {}).get("red_flags") or []
 if red:
     st.subheader(f"Red-flag rules ({len(red)})")
     st.caption("Why each flag matters and the rule's source (the summary states the finding only).")
-    st.dataframe(pd.DataFrame(tables.flag_rule_rows(red)), hide_index=True, key="flag_rules")
+    show_table(pd.DataFrame(tables.flag_rule_rows(red)), hide_index=True, key="flag_rules")
 
 # ---- statement-level grounding: verdicts, repairs, and a box to check any text
 st.subheader("Statements")
@@ -140,17 +141,17 @@ st.caption(
 ver = result.verification or {}
 released = ver.get("released") or {}
 if released:
-    st.dataframe(pd.DataFrame(tables.statement_rows(ver)), hide_index=True, key="statements_agents")
+    show_table(pd.DataFrame(tables.statement_rows(ver)), hide_index=True, key="statements_agents")
 removed = ver.get("removed_sentences") or []
 if removed:
     st.markdown(f"**Removed sentences ({len(removed)})**")
-    st.dataframe(pd.DataFrame(tables.removed_rows(removed)), hide_index=True, key="removed")
+    show_table(pd.DataFrame(tables.removed_rows(removed)), hide_index=True, key="removed")
 else:
     st.caption("No sentence was removed from the released texts.")
 rejected = tables.rejected_sentence_rows(ver)
 if rejected:
     with st.expander(f"Sentences of replaced drafts ({len(rejected)})"):
-        st.dataframe(pd.DataFrame(rejected), hide_index=True, key="rejected_sentences")
+        show_table(pd.DataFrame(rejected), hide_index=True, key="rejected_sentences")
 
 with st.expander("Check a text", icon=":material/rule:"):
     st.caption(
@@ -167,7 +168,7 @@ with st.expander("Check a text", icon=":material/rule:"):
             f"{rec['sentences_total']} sentence(s) unsupported; key-fact coverage "
             f"{rec['coverage']:.2f} (needs {rec['coverage_min']:.2f})."
         )
-        st.dataframe(pd.DataFrame(tables.check_rows(rec)), hide_index=True, key="check_result")
+        show_table(pd.DataFrame(tables.check_rows(rec)), hide_index=True, key="check_result")
         if rec["missing_key_facts"]:
             st.markdown("**Key facts not stated:** " + "; ".join(rec["missing_key_facts"]))
 
@@ -178,11 +179,11 @@ with v1:
 with v2:
     st.subheader("Screening findings")
     if result.screening:
-        st.dataframe(tables.flags_frame(result.screening), hide_index=True, key="screening")
+        show_table(tables.flags_frame(result.screening), hide_index=True, key="screening")
     else:
         st.caption("No screening findings.")
     st.subheader("Pipeline trace")
-    st.dataframe(pd.DataFrame([t.__dict__ for t in result.trace]), hide_index=True, key="trace")
+    show_table(pd.DataFrame([t.__dict__ for t in result.trace]), hide_index=True, key="trace")
 
 st.subheader("Downloads")
 d1, d2, d3 = st.columns(3)

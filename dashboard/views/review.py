@@ -15,6 +15,7 @@ import streamlit as st
 
 from dashboard import services, stored_result, trail, trajectory_chart
 from dashboard.messages import plain
+from dashboard.table_columns import show_table
 from engine.audit.errors import AuditError
 from engine.audit.review import intact, own_release, queue, self_review_message, sign
 from engine.audit.trail import kb_identity
@@ -91,7 +92,7 @@ if not items:
     )
     st.stop()
 
-st.dataframe(
+show_table(
     pd.DataFrame(
         [
             {
@@ -177,14 +178,14 @@ with tab_facts:
     facts = pd.DataFrame(result.get("facts") or [])
     if not facts.empty:
         facts = facts.drop(columns=[c for c in ("items",) if c in facts.columns])
-    st.dataframe(facts, hide_index=True)
+    show_table(facts, hide_index=True)
 with tab_flags:
     flags = result.get("flags") or {}
     for kind in ("incongruence", "red_flags"):
         rows = flags.get(kind) or []
         st.markdown(f"**{kind.replace('_', ' ')}** ({len(rows)})")
         if rows:
-            st.dataframe(pd.DataFrame(rows), hide_index=True)
+            show_table(pd.DataFrame(rows), hide_index=True)
 with tab_narr:
     for agent, text in (result.get("narratives") or {}).items():
         st.markdown(f"**{agent}**")

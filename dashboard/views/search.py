@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import search_services, services, session
 from dashboard.messages import plain
 from dashboard.page import engine_or_stop
+from dashboard.table_columns import show_table
 from engine.search import SearchFilters
 from engine.types import Plan
 
@@ -73,7 +74,7 @@ st.subheader(f"{len(hits)} session(s)")
 if not hits:
     st.info("No session matches the filters.")
     st.stop()
-st.dataframe(
+show_table(
     pd.DataFrame(
         [
             {
@@ -82,7 +83,7 @@ st.dataframe(
                 "visit": h.visit,
                 "date": h.date,
                 "instrument": h.instrument,
-                "score": round(h.score, 3),
+                "relevance": round(h.score, 3),
                 "why": h.why,
                 "doc_id": h.doc_id,
             }

@@ -76,7 +76,7 @@ def test_search_page_finds_hits_with_reasons_and_opens_the_patient(app, handle):
     text = _text(at)
     assert "session(s)" in text and "Why:" in text and "dense #" in text
     hits = at.dataframe[0].value
-    assert {"patient", "date", "instrument", "score", "why", "doc_id"} <= set(hits.columns)
+    assert {"patient", "date", "instrument", "relevance", "why", "doc_id"} <= set(hits.columns)
     first = hits.iloc[0]
     at.button(key="open_1").click().run()
     assert not at.exception, at.exception
