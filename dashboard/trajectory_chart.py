@@ -135,12 +135,13 @@ def _line(
                 x=[_x(d, patient, base) for _v, d, _y, _f in odd],
                 y=[y for _v, _d, y, _f in odd],
                 mode="markers",
-                name="Partial or possibly missing (not read as a change)",
+                name="Partial or possibly missing",  # the hover says it is not read as change
                 legendgroup="caveat",
                 showlegend=True,
                 marker=dict(size=10, symbol="circle-open", color=CAVEAT_COLOUR, line=dict(width=2)),
                 hovertext=[
-                    f"Patient {patient}, visit {v} ({d}): {fmt_num(y)}, {marks.caveats[(patient, dom, v)]}"
+                    f"Patient {patient}, visit {v} ({d}): {fmt_num(y)}, "
+                    f"{marks.caveats[(patient, dom, v)]} (not read as a change)"
                     for v, d, y, _f in odd
                 ],
                 hovertemplate="%{hovertext}<extra></extra>",
@@ -176,7 +177,7 @@ def _verdicts(
         vs = [v for v in verdicts if v.domain == dom and v.label == label]
         if not vs:
             continue
-        name = f"{label.capitalize()} beyond the MCID since the first assessment"
+        name = f"{label.capitalize()} beyond the MCID"  # first to latest: said in the hover
         fig.add_trace(
             go.Scatter(
                 x=[_x(v.date, v.patient, base) for v in vs],
@@ -192,7 +193,7 @@ def _verdicts(
                     line=dict(color=colour, width=2.5),
                 ),
                 hovertext=[
-                    f"Patient {v.patient}: visit {v.first_visit} to visit {v.visit} "
+                    f"Patient {v.patient}: first to latest, visit {v.first_visit} to visit {v.visit} "
                     f"{'+' if v.change > 0 else ''}{fmt_num(v.change)}, at or above the MCID "
                     f"{fmt_num(v.mcid)} ({label})"
                     for v in vs
@@ -282,7 +283,7 @@ def trajectory_figure(
             seen_caveat = True
     fig.update_xaxes(showgrid=True, gridcolor="#EEF1F4", **({} if months else {"type": "date"}))
     fig.update_xaxes(
-        title_text="months since the patient's first assessment" if months else "visit date",
+        title_text="months since first assessment" if months else "visit date",
         row=len(doms),
         col=1,
     )

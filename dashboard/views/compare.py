@@ -56,6 +56,7 @@ with render.summary_beside(result):
         cols = st.columns(min(len(pats), 3))
         for i, p in enumerate(pats):
             with cols[i % len(cols)]:
+                st.markdown(f"**Patient {p}**")
                 st.plotly_chart(
                     trajectory_chart.trajectory_figure(
                         result,
