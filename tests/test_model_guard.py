@@ -20,8 +20,8 @@ def test_fast_loads_the_embedding_model():
     minilm.load_minilm()
 
 
-def test_fast_builds_the_local_llm():
-    local.LocalLLM(Config(llm="local"))
+def test_fast_loads_the_local_llm():
+    local.LocalLLM(Config(llm="local")).load()  # the model loads on load() or the first run
 
 
 def test_fast_generation_hidden_behind_a_broad_except():
