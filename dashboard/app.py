@@ -7,6 +7,8 @@ sidebar chooses the LLM backend; engines are cached per configuration in dashboa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import gate, services
@@ -16,7 +18,8 @@ from engine import logs
 
 st.set_page_config(
     page_title="MA-RAG clinician dashboard",
-    page_icon=":material/neurology:",
+    # a file shipped with the package: a :material/...: page icon is fetched from fonts.gstatic.com
+    page_icon=str(Path(__file__).with_name("favicon.png")),
     layout="wide",
     initial_sidebar_state="expanded",
 )

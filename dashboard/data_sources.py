@@ -7,8 +7,9 @@ Owns (no Streamlit calls here, so tests drive it directly):
   other, deletes the previous set when the uploads change, and deletes its folder when the session
   ends (a `weakref.finalize` on the store kept in `st.session_state`) or on `close()`.
 - `resolve_server_path`: a path typed into the "file or folder on the server" box is read only when
-  its real path (symlinks followed) lies inside one of `Config.data_roots` (MARAG_DATA_ROOTS); the
-  error never shows anything read from the file.
+  its real path (symlinks followed) lies inside one of `Config.data_roots` (MARAG_DATA_ROOTS), and,
+  for a folder, so does every entry in it (a link inside a data folder that points outside is
+  refused); the error never shows anything read from the file.
 - `fingerprint`: the identity of the current selection, so that Build builds exactly the files that
   were validated (a new upload after validation asks for a new validation).
 """
@@ -89,7 +90,22 @@ def resolve_server_path(text: str, roots: Iterable[Path]) -> Path:
         raise ServerPathError(f"{raw} is not inside a configured data folder ({allowed})")
     if not real.exists():
         raise ServerPathError(f"{raw}: no such file or folder inside the data folders")
+    if real.is_dir():
+        _folder_inside(real, roots)
     return real
+
+
+def _folder_inside(folder: Path, roots: Sequence[Path]) -> None:
+    """Every entry of `folder` the import would read (kb_store.ingest reads its files, links
+    followed) must resolve inside a data root: a link that points outside is refused by name,
+    never read."""
+    for entry in sorted(folder.iterdir()):
+        target = entry.resolve()
+        if not any(target == r or target.is_relative_to(r) for r in roots):
+            raise ServerPathError(
+                f"{entry.name} in {folder} links outside the configured data folders; "
+                "remove the link or copy the file into a data folder"
+            )
 
 
 def fingerprint(source: str, fmt: str, paths: Sequence[Path], window: int) -> str:

@@ -215,3 +215,34 @@ def test_pdf_report_download_matches_the_cli_report(demo, tmp_path, monkeypatch)
     head = doc[0].get_textpage().get_text_range()
     assert "Patient" in head and "7" in head and "audit entry #" in head
     assert '"verification"' not in head
+
+
+def test_no_request_leaves_the_machine(server):
+    """Every page, run, asks only the dashboard's own server: no font, icon or script from an
+    outside host (a hospital network may block them, and each one tells that host who is looking)."""
+    from urllib.parse import urlparse
+
+    outside: list[str] = []
+    pages = [
+        "/?patient=3&run=1",
+        "/compare?patients=3&patients=8&run=1",
+        "/cohort?run=1",
+        "/search",
+        "/provenance",
+        "/review",
+        "/data",
+    ]
+    with shots.browser() as page:
+
+        def note(request) -> None:
+            host = urlparse(request.url).hostname
+            if request.url.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost"):
+                return
+            outside.append(request.url)
+
+        page.on("request", note)
+        for path in pages:
+            page.goto(server + path)
+            shots.wait_idle(page)
+            page.wait_for_timeout(500)
+    assert outside == []

@@ -81,3 +81,20 @@ def test_fingerprint_changes_with_the_files(tmp_path):
     p.write_text("12")
     assert fingerprint("upload", "auto", [p], 0) != f1
     assert fingerprint("upload", "auto", [Path(tmp_path / "b.csv")], 0) != f1
+
+
+def test_a_link_inside_a_data_folder_that_points_outside_is_refused(tmp_path):
+    root = tmp_path / "data"
+    (root / "study").mkdir(parents=True)
+    (root / "study" / "a.csv").write_text("proj_id,date\n")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    os.symlink(outside, root / "study" / "b.csv")  # a CSV name, pointing outside the roots
+    with pytest.raises(ServerPathError, match="b.csv in .* links outside") as exc:
+        resolve_server_path(str(root / "study"), [root])
+    assert "root:" not in str(exc.value)
+    with pytest.raises(ServerPathError, match="not inside"):
+        resolve_server_path(str(root / "study" / "b.csv"), [root])
+    (root / "study" / "b.csv").unlink()
+    os.symlink(root / "study" / "a.csv", root / "study" / "c.csv")  # a link inside is fine
+    assert resolve_server_path(str(root / "study"), [root]) == (root / "study").resolve()
