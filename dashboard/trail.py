@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import services
 from dashboard.access import Identity
 from dashboard.messages import plain
+from dashboard.number_links import md_escape
 from engine.audit.chain import sha256
 from engine.audit.errors import AuditError
 
@@ -155,7 +156,7 @@ def rejection_banner(summary: str | None) -> None:
     rej = rejection(summary)
     if rej is not None:
         st.error(
-            f"**Rejected in review** by {rej.user} on {rej.ts[:10]} (audit entry #{rej.id}): "
-            f"{rej.comment or 'no comment'}",
+            f"**Rejected in review** by {md_escape(rej.user)} on {rej.ts[:10]} (audit entry "
+            f"#{rej.id}): {md_escape(rej.comment or 'no comment')}",  # a comment is plain text
             icon=":material/block:",
         )

@@ -15,6 +15,7 @@ import streamlit as st
 
 from dashboard import services, stored_result, trail, trajectory_chart
 from dashboard.messages import plain
+from dashboard.number_links import md_escape
 from dashboard.table_columns import show_table
 from engine.audit.errors import AuditError
 from engine.audit.review import intact, own_release, queue, self_review_message, sign
@@ -132,8 +133,9 @@ st.subheader(f"Entry #{entry.id}")
 trail.rejection_banner(result.get("summary"))
 if item.review is not None and item.review.action == "sign_off":
     st.success(
-        f"Signed off by {item.review.user} on {item.review.ts[:10]} (entry #{item.review.id})"
-        + (f": {item.review.comment}" if item.review.comment else ""),
+        f"Signed off by {md_escape(item.review.user)} on {item.review.ts[:10]} "
+        f"(entry #{item.review.id})"
+        + (f": {md_escape(item.review.comment)}" if item.review.comment else ""),
         icon=":material/verified:",
     )
 left, right = st.columns([3, 2], gap="large")
@@ -198,9 +200,9 @@ if reviews:
     st.markdown("**Reviews**")
     for r in reviews:
         st.markdown(
-            f"- {'signed off' if r.action == 'sign_off' else 'rejected'} by {r.user} at "
-            f"{r.ts[:19].replace('T', ' ')} UTC (entry #{r.id})"
-            + (f": {r.comment}" if r.comment else "")
+            f"- {'signed off' if r.action == 'sign_off' else 'rejected'} by {md_escape(r.user)} "
+            f"at {r.ts[:19].replace('T', ' ')} UTC (entry #{r.id})"
+            + (f": {md_escape(r.comment)}" if r.comment else "")
         )
 
 st.subheader("Your review")

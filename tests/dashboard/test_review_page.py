@@ -64,13 +64,13 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
     assert trail.entries(actions=("reject",)) == []
 
     at.text_area(key="review_comment_1").set_value(
-        "Visit 3 non-motor 0 is a data-entry error"
+        "Visit 3 non-motor 0 is a data-entry error ![x](http://img.example/p.png)"
     ).run()
     at.button(key="review_reject").click().run()
     assert not at.exception, at.exception
     rej = trail.entries(actions=("reject",))
     assert [(r.subject, r.user, r.comment) for r in rej] == [
-        (1, "dr.review", "Visit 3 non-motor 0 is a data-entry error")
+        (1, "dr.review", "Visit 3 non-motor 0 is a data-entry error ![x](http://img.example/p.png)")
     ]
     assert rej[0].detail["result_hash"] == released[0].result_hash
     # entry 1 left the queue; entry 3 is still awaiting review
@@ -80,6 +80,9 @@ def test_release_review_reject_banner_and_sign_off(handle, tmp_path, monkeypatch
     at.segmented_control(key="review_status").set_value("reviewed").run()
     at.selectbox(key="review_entry").set_value(1).run()
     assert any("Rejected in review" in e.value and "data-entry error" in e.value for e in at.error)
+    # the comment is shown as written, never as Markdown (no image fetched from another host)
+    banner = next(e.value for e in at.error if "Rejected in review" in e.value)
+    assert "![x](" not in banner and "!\\[x\\]" in banner
     _run_patient(at, 8)
     assert any("Rejected in review" in e.value for e in at.error)
     # the re-run says the same as release #1: it is that queue item, not a new one
