@@ -18,15 +18,22 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Config
+from engine.query_input import MAX_CHECK_CHARS, QueryInputError, check_checked_text
 
 
 def read_text(path: str) -> str:
+    """The text to check: a file or stdin ("-"), read no further than the cap allows."""
     if path == "-":
-        text = sys.stdin.read()
+        text = sys.stdin.read(MAX_CHECK_CHARS + 1)
     else:
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"--text: no such file: {path}")
+        if p.stat().st_size > 4 * MAX_CHECK_CHARS:  # more characters than the cap in any UTF-8
+            raise QueryInputError(
+                f"--text: {path} has {p.stat().st_size} bytes; at most {MAX_CHECK_CHARS} "
+                "characters are checked (split it into parts)"
+            )
         try:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
@@ -35,7 +42,7 @@ def read_text(path: str) -> str:
             ) from e
     if not text.strip():
         raise ValueError(f"--text: {path} is empty")
-    return text
+    return check_checked_text(text, f"--text {path}")
 
 
 def check_against_result(
@@ -45,6 +52,7 @@ def check_against_result(
     and cohort finding): what `marag check` prints and the dashboard's "Check a text" box shows."""
     from engine.grounding.verify import context_phrases, verify_text
 
+    check_checked_text(text)
     rec = verify_text(
         text,
         result.ledger,

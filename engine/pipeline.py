@@ -35,6 +35,7 @@ from engine.grounding.run_memo import run_memo
 from engine.llm.base import LLM
 from engine.metrics import in_order
 from engine.plan import check_patients, plan_node
+from engine.query_input import check_plan_size
 from engine.retrieve import fetch_facts, retrieve_node
 from engine.route import route_node
 from engine.state import NodeContext, State
@@ -109,6 +110,7 @@ class Engine:
                 plan.query,
                 plan.statistic,
             )
+        check_plan_size(plan.analysis, plan.patients)
         state = State(
             query=plan.query,
             plan=plan,

@@ -16,6 +16,15 @@ import unicodedata
 
 #: Longest query accepted by the CLI and the dashboard's "Ask in words" box.
 MAX_QUERY_CHARS = 2000
+#: Longest search text (`marag search`, the Search page): a clinician's search is a few words; the
+#: index scores every session against every query word, so the cap bounds the work of one search
+MAX_SEARCH_CHARS = 500
+#: Longest text `marag check` and the dashboard's "Check a text" box accept: about 7,000 words, ten
+#: times the longest summary the engine writes (a 44-patient comparison, ~4,500 characters)
+MAX_CHECK_CHARS = 50_000
+#: Most patients a trajectory, comparison or single-session plan summarises patient by patient
+#: (a cohort question reads the session table and has no cap)
+MAX_PLAN_PATIENTS = 100
 #: Longest run of digits that can be a patient id (2**63 - 1 has 19 digits).
 MAX_ID_DIGITS = 19
 MAX_ID = 2**63 - 1
@@ -51,6 +60,35 @@ def parse_patient_list(text: str, *, flag: str = "--patients") -> tuple[int, ...
         if int(digits) not in out:
             out.append(int(digits))
     return tuple(out)
+
+
+def check_search_text(text: str) -> str:
+    """The search text unchanged, or QueryInputError when it is longer than MAX_SEARCH_CHARS."""
+    if len(text) > MAX_SEARCH_CHARS:
+        raise QueryInputError(
+            f"the search text has {len(text)} characters; at most {MAX_SEARCH_CHARS} are accepted"
+        )
+    return text
+
+
+def check_checked_text(text: str, where: str = "the text") -> str:
+    """A text to check, unchanged, or QueryInputError when it is longer than MAX_CHECK_CHARS."""
+    if len(text) > MAX_CHECK_CHARS:
+        raise QueryInputError(
+            f"{where} has {len(text)} characters; at most {MAX_CHECK_CHARS} are checked "
+            "(split it into parts)"
+        )
+    return text
+
+
+def check_plan_size(analysis: str, patients: tuple[int, ...]) -> None:
+    """QueryInputError when a per-patient plan names more than MAX_PLAN_PATIENTS patients."""
+    if analysis != "cohort" and len(patients) > MAX_PLAN_PATIENTS:
+        raise QueryInputError(
+            f"a {analysis.replace('_', ' ')} plan covers {len(patients)} patients; at most "
+            f"{MAX_PLAN_PATIENTS} are summarised patient by patient (name fewer, or ask a cohort "
+            "question)"
+        )
 
 
 def check_query(query: str) -> str:

@@ -212,6 +212,7 @@ comment = st.text_area(
     "Comment (required to reject)",
     key=f"review_comment_{entry.id}",
     placeholder="What you checked, or what is wrong",
+    max_chars=2000,
 )
 b1, b2, _ = st.columns([1, 1, 4])
 decision = None

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.config import Config
+from engine.query_input import check_search_text
 
 _ITEM_MIN = re.compile(r"^\s*(.+?)\s*>=\s*(\d+(?:\.\d+)?)\s*$")
 
@@ -93,6 +94,7 @@ def _open_kb(cfg: Config) -> Any:
 def search(args: argparse.Namespace, cfg: Config) -> int:
     from engine.search import SearchIndex
 
+    check_search_text(args.text)  # before the index is built
     filters = filters_from_args(args)
     if args.k < 1:
         raise ValueError(f"--k must be at least 1, got {args.k}")
