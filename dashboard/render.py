@@ -18,6 +18,7 @@ from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.report.model import latest_red_flags
 from engine.types import Result
 from kb_store.documents import fmt_num
+from kb_store.exclusions import iso_date
 from kb_store.profiles import DOMAIN_LABELS
 
 
@@ -161,7 +162,12 @@ def excluded_panel(result: Result) -> None:
     )
     show_table(
         [
-            {k: r.get(k) for k in ("patient", "instrument", "date", "file", "row", "rule")}
+            {
+                **{k: r.get(k) for k in ("patient", "instrument")},
+                # the parsed date, or a description: a rejected cell is never quoted
+                "date": iso_date(dict(r)) or "unreadable date (see the Data report)",
+                **{k: r.get(k) for k in ("file", "row", "rule")},
+            }
             for r in rows
         ],
         hide_index=True,

@@ -36,12 +36,26 @@ def test_excluded_sessions_beside_the_chart_with_data_report_link(app, handle):
     assert not at.exception, at.exception
     assert "1 session left out at data import" in _texts(at)
     frames = [d.value for d in at.dataframe if "rule" in map(str, d.value.columns)]
-    assert frames and frames[0].iloc[0]["date"] == "1954/07/04"
+    assert frames and frames[0].iloc[0]["date"] == "1954-07-04"  # parsed, never the cell
     assert frames[0].iloc[0]["rule"] == "implausible_date"
     links = [p for p in at.get("page_link") if "Data report" in p.proto.label]
     assert links and links[0].proto.page == "data"
     # the summary names it too (the engine's sentence, grounded; the parsed date, not the cell)
     assert "session of 1954-07-04 left out for an implausible date" in _texts(at)
+
+
+def test_an_unreadable_rejected_date_is_described_never_quoted(app, handle):
+    payload = '=HYPERLINK("http://x.example","y") <img src=x> ![i](http://x.example/i.png)'
+    handle.kb._excluded = [{**EXCLUDED, "date": payload, "rule": "unparseable_date"}]
+    at = app.run()
+    at.selectbox(key="patient").set_value(8).run()
+    at.button(key="run_patient").click().run()
+    assert not at.exception, at.exception
+    frames = [d.value for d in at.dataframe if "rule" in map(str, d.value.columns)]
+    assert frames[0].iloc[0]["date"] == "unreadable date (see the Data report)"
+    shown = _texts(at) + "".join(str(d.value.to_dict()) for d in at.dataframe)
+    assert "HYPERLINK" not in shown and "<img" not in shown and "x.example" not in shown
+    assert "with an unreadable date" in _texts(at)  # the summary describes it
 
 
 def test_cohort_rank_by_widget_sets_the_statistic(app, handle, monkeypatch):
