@@ -6,6 +6,8 @@ dashboard's KB (kb_source) only when submitted (submit_for_review)."""
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from typing import Any
 
 import streamlit as st
@@ -19,6 +21,7 @@ from engine.audit.errors import AuditError
 
 IDENTITY_KEY = "marag_identity"
 ENTRY_IDS = "marag_audit_entry_ids"  # result object id -> its audit entry id (this session)
+RELEASED = "marag_audit_released"  # result object id -> a weak reference to that result
 
 
 def identity() -> Identity:
@@ -58,15 +61,29 @@ def record_once(flag: str, action: str, **kw: Any) -> None:
     st.session_state[flag] = True
 
 
-def record_release(result: Any, cfg: Any) -> bool:
-    """Record a result before it is shown. False (with the error shown) when it cannot be."""
+def record_release(result: Any, cfg: Any = None, *, action: str = "ask", plan: Any = None) -> bool:
+    """The one function every page calls before it shows a result (widgets.run_step for the
+    Patient, Compare and Cohort pages; Search before it opens Provenance; Provenance for its
+    result and for a checked text): record it in the audit trail first. A result this session
+    already recorded is not recorded again. False (with the error shown) when it cannot be
+    recorded: the caller shows nothing."""
+    if _recorded(result):
+        return True
     try:
-        entry = record("ask", result=result, plan=result.plan, cfg=cfg)
+        entry = record(action, result=result, plan=plan or getattr(result, "plan", None), cfg=cfg)
     except AuditError as e:
         st.error(f"Not shown: the result could not be recorded in the audit trail ({plain(e)}).")
         return False
     st.session_state.setdefault(ENTRY_IDS, {})[id(result)] = entry.id  # not queued: see submit
+    with contextlib.suppress(TypeError):  # a dict (a checked text): recorded each time shown
+        st.session_state.setdefault(RELEASED, {})[id(result)] = weakref.ref(result)
     return True
+
+
+def _recorded(result: Any) -> bool:
+    """Whether this session recorded this very object (not another one that reuses its id)."""
+    ref = st.session_state.get(RELEASED, {}).get(id(result))
+    return ref is not None and ref() is result and release_id(result) is not None
 
 
 def kb_source() -> str:

@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import downloads, export, render, session, tables
+from dashboard import downloads, export, render, services, session, tables, trail
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
 from dashboard.table_columns import show_table
@@ -25,6 +25,8 @@ if result is None:
         icon=":material/fact_check:",
     )
     st.page_link("views/patient.py", label="Open the Patient page", icon=":material/person:")
+    st.stop()
+if not trail.record_release(result, services.base_config()):  # audit trail: recorded first
     st.stop()
 cfg, handle, refs = engine_or_stop()
 
@@ -163,6 +165,8 @@ with st.expander("Check a text", icon=":material/rule:"):
         from engine.check_command import check_against_result
 
         rec = check_against_result(result, draft, handle.engine.contexts, cfg.coverage_min)
+        if not trail.record_release(rec, services.base_config(), action="check", plan=result.plan):
+            st.stop()  # audit trail: a checked text is a release (as `marag check`)
         (st.success if rec["passed"] else st.error)(
             f"{'Passes' if rec['passed'] else 'Fails'}: {rec['unsupported_sentences']} of "
             f"{rec['sentences_total']} sentence(s) unsupported; key-fact coverage "

@@ -10,7 +10,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import search_services, services, session
+from dashboard import search_services, services, session, trail
 from dashboard.messages import plain
 from dashboard.page import engine_or_stop
 from dashboard.table_columns import show_table
@@ -145,5 +145,7 @@ for n, h in enumerate(hits, start=1):
                 except ValueError as e:
                     st.error(plain(e))
                     st.stop()
+            if not trail.record_release(result, services.base_config()):  # recorded first
+                st.stop()
             session.store_result(plan, handle.backend, result)
             st.switch_page("views/provenance.py")

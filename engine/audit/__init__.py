@@ -2,8 +2,10 @@
 
 An append-only, hash-chained log (engine.audit.store) in SQLite beside the KB by default or in
 PostgreSQL (MARAG_AUDIT_DB); `record` (engine.audit.trail) is the one call that writes an entry;
-engine.audit.cli implements `marag audit list | show | verify`. Names are imported lazily so that
-`marag` does not load SQLAlchemy for commands that never touch the trail.
+a head record outside the store anchors it (engine.audit.anchor); engine.audit.backup copies it;
+engine.audit.cli implements `marag audit list | show | verify | head | init | backup | ...`.
+Names are imported lazily so that `marag` does not load SQLAlchemy for commands that never touch
+the trail.
 """
 
 from __future__ import annotations

@@ -61,8 +61,11 @@ class Verdict:
     entries: int
     broken_id: int | None = None
     reason: str = ""
+    note: str = ""  # the whole line when set (a missing store, `verify --head`)
 
     def line(self) -> str:
+        if self.note:
+            return self.note
         if self.ok:
             return f"audit chain holds: {self.entries} entries verified"
         return f"audit chain broken at entry {self.broken_id}: {self.reason}"

@@ -1,9 +1,14 @@
-"""`marag audit list | show | verify | queue | submit`: read the audit trail from the command line,
-list the review queue of a KB and put a release in it (engine.audit.review; there are no sign-off
-commands: reviews are made on the dashboard's Review page).
+"""`marag audit list | show | verify | head | init | backup | queue | submit`: read the audit trail
+from the command line, anchor and back it up, list the review queue of a KB and put a release in
+it (engine.audit.review; there are no sign-off commands: reviews are made on the dashboard's
+Review page).
 
-`verify` exits 0 when the chain holds and 1 naming the first broken entry; errors a user can fix
-(an unknown id, a bad --since) raise ValueError, which engine.cli prints as one line (exit 2).
+`verify` opens the store read-only (it never creates anything) and exits 0 when the chain holds
+and matches the head record outside the store (engine.audit.anchor), 1 with one line naming what
+is missing or broken: no store, no tables, entries fewer than the head says, the first broken
+entry; `--head HASH` also needs an entry with that hash, `--file` checks a JSON-lines backup.
+`init` starts a chain (recorded as `audit_init`); errors a user can fix (an unknown id, a bad
+--since, a refused init) raise ValueError, which engine.cli prints as one line (exit 2).
 """
 
 from __future__ import annotations
@@ -34,12 +39,30 @@ def add_parser(sub: Any, common: Any = None) -> None:
     show = asub.add_parser("show", help="one entry in full, with its reviews")
     show.add_argument("id", type=int)
     show.add_argument("--json", action="store_true")
-    asub.add_parser("verify", help="check the hash chain (exit 1 naming the first broken entry)")
+    _add_anchor_parsers(asub)
     _add_review_parsers(asub)
     for p in asub.choices.values():
         if common is not None:
             common(p)  # --kb-dir etc.: the default store lies beside the KB
         add_audit_db_flag(p)
+
+
+def _add_anchor_parsers(asub: Any) -> None:
+    """`audit verify`, `audit head`, `audit init` and `audit backup FILE`."""
+    v = asub.add_parser(
+        "verify", help="check the hash chain and the head record (exit 1 naming what is broken)"
+    )
+    v.add_argument("--head", default=None, metavar="HASH", help="an entry hash the chain must hold")
+    v.add_argument("--file", default=None, help="check a JSON-lines backup instead of the store")
+    hd = asub.add_parser("head", help="print the head record kept outside the store")
+    hd.add_argument("--json", action="store_true")
+    init = asub.add_parser("init", help="create the audit store (a recorded audit_init entry)")
+    init.add_argument(
+        "--force", action="store_true", help="start a new chain where the head names a lost one"
+    )
+    add_user_flag(init)
+    bk = asub.add_parser("backup", help="a consistent copy of the live store into a new FILE")
+    bk.add_argument("file", help="new SQLite file (or FILE.jsonl: a JSON-lines export)")
 
 
 def _add_review_parsers(asub: Any) -> None:
@@ -198,19 +221,130 @@ def _submit(store: AuditStore, args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
-def run(args: argparse.Namespace, cfg: Config) -> int:
-    """`marag audit list | show | verify | queue | submit`; verify exits 1 when the chain is
-    broken."""
-    from engine.audit.trail import open_store
+def _verify(args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit verify [--head HASH] [--file FILE]`: exit 0 when it holds, else 1."""
+    from engine.audit.anchor import read_head
+    from engine.audit.backup import verify_file
+    from engine.audit.errors import AuditError
+    from engine.audit.trail import head_path, read_store
 
-    store = open_store(cfg)
-    commands = {"list": _list, "show": _show, "queue": _queue, "submit": _submit}
-    cmd = commands.get(args.audit_command)
-    if cmd is not None:
-        return cmd(store, args, cfg)
-    verdict = store.verify()
+    if args.file:
+        verdict = verify_file(args.file)
+    else:
+        try:
+            store = read_store(cfg)
+        except AuditError as e:
+            print(str(e))
+            return 1
+        try:
+            verdict = store.verify(find=args.head)
+        finally:
+            store.close()
+    print(verdict.line())
+    if verdict.ok and not args.file and not args.head:
+        head = read_head(head_path(cfg))
+        print(head.line() if head else f"(no head record at {head_path(cfg)}: not anchored yet)")
+    return 0 if verdict.ok else 1
+
+
+def _head(args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit head [--json]`: the head record; exit 1 when there is none."""
+    from engine.audit.anchor import read_head
+    from engine.audit.trail import head_path
+
+    path = head_path(cfg)
+    head = read_head(path)
+    if head is None:
+        print(f"no head record at {path}")
+        return 1
+    print(json.dumps(head.to_dict()) if args.json else head.line())
+    return 0
+
+
+def _entries_held(cfg: Config) -> int | None:
+    """How many entries the store holds, None when it is missing (no file, no tables)."""
+    from engine.audit.errors import AuditError
+    from engine.audit.trail import read_store
+
+    try:
+        store = read_store(cfg)
+    except AuditError:
+        return None
+    try:
+        return store.count() if store.has_tables() else None
+    finally:
+        store.close()
+
+
+def _init(args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit init [--force]`: create the store and record `audit_init` as its first
+    entry. A store that holds entries is left alone; a head record naming a lost chain needs
+    --force (the new chain's first entry names that head)."""
+    from engine.audit import trail
+    from engine.audit.anchor import missing_message, read_head
+    from engine.audit.store import AuditStore
+
+    url, path = trail.audit_url(cfg), trail.head_path(cfg)
+    head, held = read_head(path), _entries_held(cfg)
+    if held:
+        store = trail.open_store(cfg)  # refuses a store that no longer matches its head
+        print(f"the audit trail at {store.safe_url} already holds {held} entries: nothing to do")
+        return 0 if not args.force else _refuse_force(store.safe_url, held)
+    if head is not None and head.last_id > 0 and not args.force:
+        raise ValueError(missing_message(url, head))
+    store = AuditStore(url, head=path, mode="init")
+    try:
+        store.start_chain()
+        entry = trail.record(
+            cfg,
+            "audit_init",
+            user=args.user,
+            with_kb=False,
+            store=store,
+            detail={"forced": bool(args.force), "previous_head": head and head.to_dict()},
+        )
+    finally:
+        store.close()
+    trail.forget_stores()
+    print(f"audit trail initialised at {store.safe_url}: entry #{entry.id} (audit_init)")
+    return 0
+
+
+def _refuse_force(where: str, held: int) -> int:
+    raise ValueError(
+        f"init --force never starts a chain over a store that holds entries ({held} at {where}): "
+        "move it aside (keep it as evidence), then run `marag audit init --force`"
+    )
+
+
+def _backup(args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit backup FILE`: a consistent copy; exit 1 when the copy does not verify."""
+    from pathlib import Path
+
+    from engine.audit.backup import backup
+    from engine.audit.trail import read_store
+
+    store = read_store(cfg)
+    try:
+        verdict = backup(store, Path(args.file))
+    finally:
+        store.close()
+    print(f"backed up {verdict.entries} entries to {Path(args.file).expanduser().resolve()}")
     print(verdict.line())
     return 0 if verdict.ok else 1
+
+
+def run(args: argparse.Namespace, cfg: Config) -> int:
+    """`marag audit list | show | verify | head | init | backup | queue | submit`; verify exits 1
+    when the trail is missing or broken."""
+    from engine.audit.trail import open_store
+
+    direct = {"verify": _verify, "head": _head, "init": _init, "backup": _backup}
+    if args.audit_command in direct:
+        return direct[args.audit_command](args, cfg)
+    store = open_store(cfg)
+    commands = {"list": _list, "show": _show, "queue": _queue, "submit": _submit}
+    return commands[args.audit_command](store, args, cfg)
 
 
 def kb_state(cfg: Config) -> tuple[str | None, str | None]:

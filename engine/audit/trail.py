@@ -15,8 +15,9 @@ import getpass
 from pathlib import Path
 from typing import Any
 
+from engine.audit.anchor import default_head_path
 from engine.audit.chain import canonical, sha256
-from engine.audit.store import AuditStore, Entry, database_url
+from engine.audit.store import AuditStore, Entry, database_url, sa_url, sqlite_file
 from engine.config import Config
 
 AUDIT_FILE = "audit.sqlite3"
@@ -27,14 +28,49 @@ def audit_url(cfg: Config) -> str:
     return database_url(cfg.audit_db or Path(cfg.kb_dir).parent / AUDIT_FILE)
 
 
+def head_path(cfg: Config) -> Path | None:
+    """Where the head record of this configuration's store lives (engine.audit.anchor): beside a
+    SQLite file (`<file>.head.json`), else beside the KB directory, named after the store URL
+    (`audit-head-<12 hex>.json`: two servers' trails never share one)."""
+    url = audit_url(cfg)
+    store = sqlite_file(url)
+    if store is not None:
+        return default_head_path(store)
+    if url.startswith("sqlite"):
+        return None  # in memory
+    safe = sa_url(url)
+    return Path(cfg.kb_dir).expanduser().resolve().parent / f"audit-head-{sha256(safe)[:12]}.json"
+
+
 @functools.lru_cache(maxsize=8)
-def _store(url: str) -> AuditStore:
-    return AuditStore(url)
+def _store(url: str, head: str) -> AuditStore:
+    return AuditStore(url, head=Path(head) if head else None)
 
 
 def open_store(cfg: Config) -> AuditStore:
-    """The audit store of this configuration (one per URL and process)."""
-    return _store(audit_url(cfg))
+    """The audit store of this configuration (one per URL and process), opened for writing: the
+    tables are created on a first use only (neither store nor head record); a store the head
+    names but that is missing raises AuditError. A SQLite file deleted or replaced since it was
+    opened is opened again (a restored backup is used; a deleted one is refused)."""
+    anchor = head_path(cfg)
+    key = (audit_url(cfg), str(anchor) if anchor else "")
+    store = _store(*key)
+    if store.stale():
+        store.close()
+        _store.cache_clear()
+        store = _store(*key)
+    return store
+
+
+def forget_stores() -> None:
+    """Forget the stores this process opened (after `marag audit init`; tests)."""
+    _store.cache_clear()
+
+
+def read_store(cfg: Config) -> AuditStore:
+    """The store opened read-only (verify, backup): nothing is created; AuditError when there is
+    no SQLite file."""
+    return AuditStore(audit_url(cfg), head=head_path(cfg), mode="read")
 
 
 def resolve_user(cfg: Config, flag: str | None = None) -> str:
