@@ -15,6 +15,7 @@ from dashboard import downloads, export, render, services, session, tables, trai
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
 from dashboard.table_columns import show_table
+from engine.query_input import MAX_CHECK_CHARS
 
 st.header("Provenance", divider="gray")
 result = session.current_result()
@@ -160,7 +161,7 @@ with st.expander("Check a text", icon=":material/rule:"):
         "Paste a text (a clinician's draft, another system's output): each sentence is checked "
         "against the facts of this result's plan, as `marag check` does."
     )
-    draft = st.text_area("Text to check", key="check_text", height=160)
+    draft = st.text_area("Text to check", key="check_text", height=160, max_chars=MAX_CHECK_CHARS)
     if st.button("Check", key="check_button", disabled=not draft.strip()):
         from engine.check_command import check_against_result
 

@@ -14,6 +14,7 @@ from dashboard import search_services, services, session, trail
 from dashboard.messages import plain
 from dashboard.page import engine_or_stop
 from dashboard.table_columns import show_table
+from engine.query_input import MAX_SEARCH_CHARS
 from engine.search import SearchFilters
 from engine.types import Plan
 
@@ -25,6 +26,7 @@ with st.container(border=True, key="search_box"):
     text = st.text_input(
         "Search sessions and clinician notes",
         key="search_text",
+        max_chars=MAX_SEARCH_CHARS,
         placeholder="e.g. falls and freezing, hallucinations, orthostatic, moderate sleep disturbance",
     )
     c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
