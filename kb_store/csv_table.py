@@ -3,7 +3,8 @@
 Owns `Table` and `read_table`. It handles a UTF-8 BOM, UTF-16 and Windows-1252 files, CRLF/CR/LF
 line ends, ',' ';' or tab delimiters, duplicate header names (renamed `NAME.1`, `NAME.2` as pandas
 does, so a raw duplicate `SPEECH_PROB` header and a pandas-written `SPEECH_PROB.1` read the same),
-blank lines (skipped, counted), short and long rows (padded / cut, with a warning), a stray quote
+blank lines (skipped, counted), Excel's `sep=,` first line (it names the delimiter), short rows
+(padded, with a warning), long rows (`extra_cells`: rejected, the cells are shifted), a stray quote
 that merged lines (the opening row rejected, the swallowed lines read as rows of their own) and a
 quoted line break followed by a row-shaped line (`line_break_in_cell`: the record rejected with the
 lines it spans). A row's number is the physical line it starts on: header = line 1 (the spreadsheet
@@ -47,6 +48,13 @@ class Table:
     #: their issue is in `issues`
     broken_rows: list[int] = field(default_factory=list)
     date_orders: dict[int, DateOrder] = field(default_factory=dict)
+    delimiter: str = ","
+    #: the day/month order given for columns whose own values do not decide it (--date-order)
+    given_date_order: str | None = None
+    #: row -> (raw patient-id cell, id read): the spellings kb_store.ingest reports when one id
+    #: is written several ways
+    raw_ids: dict[int, tuple[str, int]] = field(default_factory=dict)
+    id_column: str | None = None
 
     def columns(self) -> dict[str, int]:
         """Normalised header name -> index of its first occurrence."""
@@ -121,6 +129,8 @@ def _dedupe_header(raw: list[str]) -> list[str]:
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+#: Excel's delimiter line (`sep=;`), written above the header by some exports
+_SEP_HINT = re.compile(r"sep=([,;\t|])", re.IGNORECASE)
 
 
 #: Largest cell read (csv's default, 128 KiB, rejects a whole file for one long summary cell)
@@ -182,17 +192,31 @@ def _lead(cells: list[str]) -> tuple[str, ...] | None:
 
 def _row_after_break(rec: list[str], delimiter: str, width: int) -> bool:
     """True when a cell of the record `rec` holds a line break followed by text shaped like a data
-    row of this file: read alone, it has at least half the header's cells (and 3), or its first two
-    cells are an id and a date as the record's own first two are. Two rows joined by a stray quote
-    look so; a note with a line break followed by prose does not."""
+    row of this file: read alone, it has at least half the header's cells (and 3), its first two
+    cells are an id and a date as the record's own first two are, or (`_same_prefix`) it is the
+    start of a row up to this cell. Two rows joined by a stray quote look so; a note with a line
+    break followed by prose does not."""
     need = max(3, (width + 1) // 2)
     lead = _lead(rec)
-    for cell in rec:
+    for j, cell in enumerate(rec):
         for after in _LINE_END.split(cell)[1:]:
             cells = next(csv.reader([after], delimiter=delimiter, strict=False), [])
             if len(cells) >= need or (lead is not None and _lead(cells) == lead):
                 return True
+            if _same_prefix(rec, j, cells):
+                return True
     return False
+
+
+def _same_prefix(rec: list[str], j: int, cells: list[str]) -> bool:
+    """True when `cells` (the text after a line break in cell `j`) are cells 0..j of a row: as many
+    as cell `j` is preceded by, plus the start of cell `j`, and the same kinds as the record's own
+    cells 0..j-1 (an id where it has an id, a date where it has a date), one of them an id or a
+    date. A stray quote in cell `j` closed by the next row's cell `j` leaves exactly that."""
+    if j == 0 or len(cells) != j + 1:
+        return False
+    kinds = [_kind(c) for c in rec[:j]]
+    return any(kinds) and kinds == [_kind(c) for c in cells[:j]]
 
 
 def _reject_line_break(table: Table, first: int, last: int) -> None:
@@ -214,8 +238,10 @@ def _reject_line_break(table: Table, first: int, last: int) -> None:
     table.row_lines += last - first + 1
 
 
-def _fit(table: Table, n: int, rec: list[str], width: int) -> list[str]:
-    """Pad a short row / cut extra cells, with the warning that says so."""
+def _fit(table: Table, n: int, rec: list[str], width: int) -> list[str] | None:
+    """Pad a short row (with the warning that says so); None for a row with more cells than the
+    header, rejected with an `extra_cells` error: an unquoted delimiter inside a cell shifts every
+    later cell one column, so no cell of the row can be trusted to be in its column."""
     if len(rec) < width:
         table.issues.append(
             issue(
@@ -229,18 +255,20 @@ def _fit(table: Table, n: int, rec: list[str], width: int) -> list[str]:
         return rec + [""] * (width - len(rec))
     if len(rec) > width:
         extra = [c for c in rec[width:] if c.strip()]
-        if extra:
-            table.issues.append(
-                issue(
-                    table.name,
-                    n,
-                    None,
-                    "extra_cells",
-                    f"{len(rec)} cells for {width} columns; extra cells ignored: "
-                    f"{', '.join(repr(c[:20]) for c in extra[:3])}",
-                )
+        shown = ", ".join(repr(c[:20]) for c in extra[:3]) if extra else "blank"
+        table.issues.append(
+            issue(
+                table.name,
+                n,
+                None,
+                "extra_cells",
+                f"{len(rec)} cells for {width} columns (extra: {shown}): an unquoted "
+                f"{table.delimiter!r} inside a cell shifts the cells after it, so the row is "
+                "rejected; quote the cell that holds it",
             )
-        return rec[:width]
+        )
+        table.broken_rows.append(n)
+        return None
     return rec
 
 
@@ -272,7 +300,9 @@ def _split_broken_quote(
         if not any(c.strip() for c in sub):
             table.blank_rows += 1
             continue
-        table.rows.append((k, _fit(table, k, sub, width)))
+        fitted = _fit(table, k, sub, width)
+        if fitted is not None:
+            table.rows.append((k, fitted))
 
 
 def _add_record(
@@ -292,7 +322,9 @@ def _add_record(
         _reject_line_break(table, first, last)
     else:
         table.row_lines += last - first + 1
-        table.rows.append((first, _fit(table, first, rec, width)))
+        fitted = _fit(table, first, rec, width)
+        if fitted is not None:
+            table.rows.append((first, fitted))
 
 
 def read_table(path: str | Path, name: str | None = None) -> Table:
@@ -310,9 +342,14 @@ def read_table(path: str | Path, name: str | None = None) -> Table:
     physical = _LINE_END.split(text)
     if physical and physical[-1] == "":
         physical.pop()  # the final line end closes the last line; it opens none
-    first_line = next((ln for ln in physical if ln.strip()), "")
-    delimiter = max((",", ";", "\t"), key=lambda d: (first_line.count(d), d == ","))
-    table = Table(p, name, [], [], lines=len(physical))
+    hint = _SEP_HINT.fullmatch(physical[0].strip()) if physical else None
+    if hint:  # Excel's `sep=,` first line: it names the delimiter and is no header
+        delimiter = hint[1]
+        text = text[len(physical[0]) :]  # the line's end stays: read as a blank line
+    else:
+        first_line = next((ln for ln in physical if ln.strip()), "")
+        delimiter = max((",", ";", "\t"), key=lambda d: (first_line.count(d), d == ","))
+    table = Table(p, name, [], [], lines=len(physical), delimiter=delimiter)
     if encoding:
         table.issues.append(issue(name, None, None, "encoding", f"decoded as {encoding}"))
     header_at = None

@@ -3,7 +3,8 @@
 Owns the one rule for reading session dates from any source (generic CSV, MA-RAG, PPMI) so that every
 ingest path accepts the same formats and rejects the same junk with the same reason.
 
-Accepted (time and time-zone parts are kept aside, never used for the date):
+Accepted (time and time-zone parts are kept aside, never used for the date; a time must be a real
+clock time, `_clock`: 24:00, 25:61:99 or an offset such as +25:00 rejects the value):
 - ISO and ISO-like: 2021-03-15, 2021/03/15, 2021.03.15, 20210315, 2021-03-15 13:54:00,
   2021-03-15T13:54:00Z, 2021-03-15T13:54:00.123+02:00
 - numeric day/month with a 4-digit year (03/15/2021, 15/03/2021, 15.03.2021): the order is decided
@@ -83,7 +84,12 @@ class ParsedDate:
     raw: str = ""
 
 
-_TIME = r"(?:[ T](?P<time>\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(?:[AaPp][Mm])?(?:Z|[+-]\d{2}:?\d{2})?)?"
+_TIME = (
+    r"(?:[ T](?P<time>\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(?P<ampm>[AaPp][Mm])?"
+    r"(?P<off>Z|[+-]\d{2}:?\d{2})?)?"
+)
+#: The largest time-zone offset in use (UTC+14:00, Line Islands; UTC-12:00 is the smallest).
+MAX_OFFSET_MINUTES = 14 * 60
 _ISO = re.compile(r"^(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})" + _TIME + r"$", re.ASCII)
 _COMPACT = re.compile(r"^(?P<y>(?:19|20)\d{2})(?P<m>\d{2})(?P<d>\d{2})$")
 _NUMERIC = re.compile(
@@ -114,6 +120,34 @@ def _month(name: str, raw: str) -> int:
     if m is None:
         raise DateParseError(f"{raw!r}: unknown month name {name!r}")
     return m
+
+
+def _clock(m: re.Match[str], raw: str) -> str:
+    """The time of day of a match ('' when none), after checking it is a real clock time: hour
+    0-23 (1-12 with AM/PM; 24:00 is rejected too), minutes and seconds 0-59, an offset within
+    +-14:00 with minutes 0-59. Raises `DateParseError` naming the bad part."""
+    time = m["time"] or ""
+    if not time:
+        return ""
+    parts = [float(x) if "." in x else int(x) for x in time.split(":")]
+    hour, minute, second = (parts + [0])[:3]
+    low, high = (1, 12) if m["ampm"] else (0, 23)
+    bad = []
+    if not low <= hour <= high:
+        bad.append(f"hour {hour} is outside {low}-{high}")
+    if minute > 59:
+        bad.append(f"minute {minute} is over 59")
+    if second >= 60:
+        bad.append(f"second {time.split(':')[2]} is over 59")
+    off = m["off"] or ""
+    if off not in ("", "Z"):
+        digits = off[1:].replace(":", "")
+        oh, om = int(digits[:2]), int(digits[2:])
+        if om > 59 or oh * 60 + om > MAX_OFFSET_MINUTES:
+            bad.append(f"offset {off} is beyond +-14:00")
+    if bad:
+        raise DateParseError(f"{raw!r} has an invalid clock time ({'; '.join(bad)})")
+    return time
 
 
 def numeric_parts(raw: object) -> tuple[int, int, str] | None:
@@ -167,7 +201,7 @@ def parse_date(raw: object, order: DateOrder | None = None) -> ParsedDate:
         )
     if m := _ISO.match(text):
         d = _make(int(m["y"]), int(m["m"]), int(m["d"]), text)
-        return ParsedDate(d, "day", m["time"] or "", text)
+        return ParsedDate(d, "day", _clock(m, text), text)
     if m := _COMPACT.match(text):
         return ParsedDate(_make(int(m["y"]), int(m["m"]), int(m["d"]), text), "day", "", text)
     if m := _NUMERIC.match(text):
@@ -205,20 +239,20 @@ def _numeric_date(m: re.Match[str], text: str, order: DateOrder | None) -> Parse
     else:
         first = "dmy" if group == "dot" else "mdy"
     day, month = (a, b) if first == "dmy" else (b, a)
-    return ParsedDate(_make(y, month, day, text), "day", m["time"] or "", text)
+    return ParsedDate(_make(y, month, day, text), "day", _clock(m, text), text)
 
 
 def _named_date(text: str) -> ParsedDate | None:
     """A date with a month name ("Mar 5, 2021", "5 March 2021", "2021 Mar 5", "March 2021")."""
     if m := _NAMED_MDY.match(text):
         d = _make(int(m["y"]), _month(m["mon"], text), int(m["d"]), text)
-        return ParsedDate(d, "day", m["time"] or "", text)
+        return ParsedDate(d, "day", _clock(m, text), text)
     if m := _NAMED_DMY.match(text):
         d = _make(int(m["y"]), _month(m["mon"], text), int(m["d"]), text)
-        return ParsedDate(d, "day", m["time"] or "", text)
+        return ParsedDate(d, "day", _clock(m, text), text)
     if m := _NAMED_YMD.match(text):
         d = _make(int(m["y"]), _month(m["mon"], text), int(m["d"]), text)
-        return ParsedDate(d, "day", m["time"] or "", text)
+        return ParsedDate(d, "day", _clock(m, text), text)
     if m := _NAMED_MY.match(text):
         return ParsedDate(_make(int(m["y"]), _month(m["mon"], text), 1, text), "month", "", text)
     return None

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kb_store.csv_table import Table, read_table
+from kb_store.ids import id_spelling_issues
 from kb_store.ingest_generic import looks_generic, parse_generic
 from kb_store.ingest_marag import marag_kind, parse_marag
 from kb_store.ingest_ppmi import parse_ppmi
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 FORMATS = ("auto", "generic", "marag", "ppmi")
+DATE_ORDERS = ("dmy", "mdy")
 CSV_SUFFIXES = (".csv", ".txt", ".tsv")
 
 
@@ -110,14 +112,21 @@ def load_sources(
     *,
     visit_window_days: int = 0,
     today: dt.date | None = None,
+    date_order: str | None = None,
+    allow_skipped_files: bool = False,
 ) -> IngestResult:
     """Read, validate and number the sessions of every source (files or folders).
 
     Raises `IngestError` (one line naming the file) when a file cannot be read or, named explicitly,
-    matches no format. Everything else is an issue in the result.
+    matches no format. Everything else is an issue in the result. `date_order` ('dmy' | 'mdy') reads
+    the numeric dates of a column whose own values do not decide their order (else a build
+    refuses); `allow_skipped_files` lets a build go on past a folder file that matches no format
+    (its rows are rejected either way).
     """
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
+    if date_order not in (None, *DATE_ORDERS):
+        raise IngestError(f"unknown date order {date_order!r}; valid: {', '.join(DATE_ORDERS)}")
     today = today or dt.date.today()
     files = expand_paths(paths)
     issues: list[ValidationIssue] = []
@@ -129,6 +138,7 @@ def load_sources(
     read: list[Table] = []
     for path, explicit in files:
         table = read_table(path, names[path])
+        table.given_date_order = date_order
         read.append(table)
         kind = _file_kind(path, table, fmt)
         if kind is None:
@@ -157,15 +167,18 @@ def load_sources(
         tables = [(t, k) for t, k in tables if t not in not_parts]
     for t in read:
         issues += t.late_issues
+    issues += id_spelling_issues(t for t in read if t.name not in skipped)
     sessions, out_issues = reject_date_outliers(sessions)
     issues += out_issues
     sessions, dup_issues = reject_duplicates(sessions)
     issues += dup_issues
     sessions, visit_issues = assign_visits(sessions, visit_window_days)
     issues += visit_issues
+    tables += [(t, "skipped") for t in read if t.name in skipped]
     issues += _account_rows(tables, sessions, issues)
     stats = _stats(tables, sessions, issues, visit_window_days, skipped)
-    return IngestResult(sessions, issues, stats)
+    allowed = frozenset({"unrecognised_file"} if allow_skipped_files else ())
+    return IngestResult(sessions, issues, stats, allowed)
 
 
 def _file_kind(path: Path, table: Table, fmt: str) -> str | None:
@@ -208,7 +221,7 @@ def _unrecognised_file(path: Path, table: Table, fmt: str, explicit: bool) -> Va
         None,
         None,
         "unrecognised_file",
-        f"headers [{heads}] are not {expected}; file skipped ({len(table.rows)} rows)",
+        f"headers [{heads}] are not {expected}; file skipped: {_skipped_rows(table)}",
     )
 
 
@@ -218,8 +231,21 @@ def _not_a_ppmi_part(table: Table) -> ValidationIssue:
         None,
         None,
         "unrecognised_file",
-        f"a PPMI file that is no MDS-UPDRS part (by name or columns); skipped "
-        f"({len(table.rows)} rows)",
+        "a PPMI file that is no MDS-UPDRS part (by name or columns); file skipped: "
+        f"{_skipped_rows(table)}",
+    )
+
+
+def _skipped_rows(table: Table) -> str:
+    """What a skipped file loses, by its lines: every row after the line read as its header."""
+    rows = len(table.rows) + len(table.broken_rows)
+    return (
+        f"its {rows} row(s) (lines {table.header_lines + 1}-{table.lines}, {table.blank_rows} "
+        "blank) are rejected; a build refuses unless skipped files are allowed "
+        "(--allow-skipped-files)"
+        if rows
+        else "it holds no data row; a build refuses unless skipped files are allowed "
+        "(--allow-skipped-files)"
     )
 
 

@@ -21,6 +21,8 @@ class IngestResult:
     sessions: list[Session]  # validated, visits assigned, sorted by patient then visit
     issues: list[ValidationIssue]
     stats: dict = field(default_factory=dict)
+    #: blocking rules the user allowed (`unrecognised_file` under --allow-skipped-files)
+    allowed: frozenset[str] = frozenset()
 
     @property
     def errors(self) -> list[ValidationIssue]:
@@ -32,14 +34,22 @@ class IngestResult:
 
     @property
     def blocking(self) -> list[ValidationIssue]:
-        """Issues that make a KB build refuse: rows a file could not be split into reliably, or
-        lines and rows that do not reconcile (a build would lose them)."""
-        return [i for i in self.issues if i.rule in BLOCKING_RULES]
+        """Issues that make a KB build refuse: rows a file could not be split into reliably, lines
+        and rows that do not reconcile, a skipped file (a build would lose them), or a date column
+        whose day/month order nothing decides (a build could store swapped dates)."""
+        return [i for i in self.issues if i.rule in BLOCKING_RULES - self.allowed]
 
 
 #: rules after which a build refuses (the rows of the file cannot be trusted to be complete)
 BLOCKING_RULES = frozenset(
-    {"broken_quote", "line_break_in_cell", "unaccounted_row", "unaccounted_line"}
+    {
+        "broken_quote",
+        "line_break_in_cell",
+        "unaccounted_row",
+        "unaccounted_line",
+        "unrecognised_file",
+        "ambiguous_date_order",
+    }
 )
 
 

@@ -168,6 +168,8 @@ def read_key_cells(
     pid = parsed = None
     try:
         pid = parse_patient_id(cells[pid_col])
+        table.raw_ids[rownum] = (cells[pid_col], pid)
+        table.id_column = table.header[pid_col]
     except CellError as exc:
         issues.append(
             issue(table.name, rownum, table.header[pid_col], exc.rule, str(exc) + "; row rejected")
@@ -183,43 +185,54 @@ def read_key_cells(
 
 def column_date_order(table: Table, col: int) -> DateOrder:
     """The day/month order of a date column, decided once per file from its unambiguous values
-    (kb_store.dates.decide_order); the decision is reported as a file-level issue."""
+    (kb_store.dates.decide_order); the decision is reported as a file-level issue. A group of
+    numeric dates nothing in the column decides takes the order given (`table.given_date_order`,
+    --date-order) or is an `ambiguous_date_order` issue: a build refuses (kb_store.ingest_report)."""
     if col in table.date_orders:
         return table.date_orders[col]
     order = decide_order(cells[col] for _, cells in table.rows)
     table.date_orders[col] = order
-    name = table.header[col]
     for group, values in order.ambiguous.items():
-        style = "dotted (DD.MM.YYYY)" if group == "dot" else "slash/dash"
         if group in order.conflict:
             continue  # each ambiguous value is an `ambiguous_date` error of its row
-        if order.decided(group):
-            shown = order.order[group]
-            example = order.evidence[(group, shown)]
-            table.late_issues.append(
-                issue(
-                    table.name,
-                    None,
-                    name,
-                    "date_order",
-                    f"{style} dates read {'day-first' if shown == 'dmy' else 'month-first'} for "
-                    f"the whole column, as {example!r} shows ({len(values)} value(s) such as "
-                    f"{values[0]!r} could be read either way)",
-                )
-            )
-        elif group == "slash":
-            table.late_issues.append(
-                issue(
-                    table.name,
-                    None,
-                    name,
-                    "ambiguous_date_order",
-                    f"{len(values)} {style} date(s) such as {values[0]!r} could be month-first or "
-                    "day-first and no date of the column decides: read MONTH-FIRST (MM/DD/YYYY); "
-                    "if the file is day-first, write ISO dates (YYYY-MM-DD)",
-                )
-            )
+        if not order.decided(group) and table.given_date_order:
+            order.order[group] = table.given_date_order
+        table.late_issues.append(_order_issue(table, col, order, group, values))
     return order
+
+
+def _order_issue(
+    table: Table, col: int, order: DateOrder, group: str, values: list[str]
+) -> ValidationIssue:
+    """The file-level line on how one group of a column's numeric dates is read."""
+    style = "dotted (DD.MM.YYYY)" if group == "dot" else "slash/dash"
+    shown = order.order[group]
+    word = "day-first" if shown == "dmy" else "month-first"
+    name = table.header[col]
+    if order.decided(group):
+        example = order.evidence[(group, shown)]
+        why = f"as {example!r} shows"
+    elif table.given_date_order:
+        why = f"as the order given (--date-order {shown}) says; no value of the column decides"
+    else:
+        return issue(
+            table.name,
+            None,
+            name,
+            "ambiguous_date_order",
+            f"{len(values)} {style} date(s) such as {values[0]!r} could be month-first or "
+            f"day-first and no date of the column decides: read {word.upper()} in this report; "
+            "a build refuses unless the order is given (--date-order dmy|mdy) or the file "
+            "holds ISO dates (YYYY-MM-DD)",
+        )
+    return issue(
+        table.name,
+        None,
+        name,
+        "date_order",
+        f"{style} dates read {word} for the whole column, {why} ({len(values)} value(s) such "
+        f"as {values[0]!r} could be read either way)",
+    )
 
 
 def date_extra(parsed: ParsedDate, column: str) -> dict:

@@ -63,6 +63,26 @@ def resolve_sources(sources: list[str] | None) -> list[Path]:
     return out
 
 
+def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ingest flags of `kb build` and `kb report` that this module reads (the parser that
+    owns the subcommands calls it): the day/month order of undecidable date columns and whether
+    a build may go on past a skipped file."""
+    parser.add_argument(
+        "--date-order",
+        dest="date_order",
+        choices=["dmy", "mdy"],
+        default=None,
+        help="day/month order of numeric dates in a column whose own values do not decide it "
+        "(without it such a column refuses a build)",
+    )
+    parser.add_argument(
+        "--allow-skipped-files",
+        dest="allow_skipped_files",
+        action="store_true",
+        help="build even when a folder file matches no format (its rows stay rejected)",
+    )
+
+
 def load(args: argparse.Namespace, kb: KBSettings) -> IngestResult:
     """Ingest the sources named by the arguments."""
     from kb_store.ingest import load_sources
@@ -73,7 +93,13 @@ def load(args: argparse.Namespace, kb: KBSettings) -> IngestResult:
         else kb.visit_window_days
     )
     try:
-        return load_sources(resolve_sources(args.source), args.format, visit_window_days=window)
+        return load_sources(
+            resolve_sources(args.source),
+            args.format,
+            visit_window_days=window,
+            date_order=getattr(args, "date_order", None),
+            allow_skipped_files=bool(getattr(args, "allow_skipped_files", False)),
+        )
     except (OSError, UnicodeError) as e:  # unreadable file: one line, exit 2
         raise SourceError(f"cannot read source: {e}") from e
 
@@ -136,13 +162,7 @@ def _build(args: argparse.Namespace, kb: KBSettings) -> int:
     for ln in summary_lines(result):
         print(ln)
     if result.blocking:
-        first = result.blocking[0]
-        where = f"{first.file}, row {first.row}" if first.row is not None else first.file
-        raise SourceError(
-            f"build refused: {len(result.blocking)} row(s) could not be read reliably "
-            f"(first: {where}: [{first.rule}]); the build would lose them. Fix the file "
-            "(`marag kb report` lists them); the KB is unchanged"
-        )
+        raise SourceError(refusal(result))
     if not result.sessions:
         sev = Counter(i.severity for i in result.issues)
         raise SourceError(
@@ -157,6 +177,23 @@ def _build(args: argparse.Namespace, kb: KBSettings) -> int:
     print(f"full validation report: {txt} (JSON: {js})")
     print(stats.line())
     return 0
+
+
+def refusal(result: IngestResult) -> str:
+    """The one line of a refused build: how many blocking issues, the first, and the way out."""
+    first = result.blocking[0]
+    where = f"{first.file}, row {first.row}" if first.row is not None else first.file
+    rules = {i.rule for i in result.blocking}
+    ways = ["fix the file (`marag kb report` lists them)"]
+    if "ambiguous_date_order" in rules:
+        ways.append("give the day/month order (--date-order dmy|mdy)")
+    if "unrecognised_file" in rules:
+        ways.append("allow skipped files (--allow-skipped-files)")
+    return (
+        f"build refused: {len(result.blocking)} issue(s) would lose rows or store dates read "
+        f"in a guessed order (first: {where}: [{first.rule}]); {' or '.join(ways)}; "
+        "the KB is unchanged"
+    )
 
 
 def verify(args: argparse.Namespace, kb: KBSettings) -> int:

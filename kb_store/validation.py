@@ -49,8 +49,9 @@ NOT_RATED = frozenset({"UR", "NR", "NOT RATED", "UNABLE TO RATE"})
 RULES: dict[str, tuple[str, str]] = {
     # file level
     "unrecognised_file": (
-        "warning",
-        "a CSV inside a folder matches no known format; it is skipped",
+        "error",
+        "a CSV inside a folder matches no known format: skipped, every row of it rejected; a "
+        "build refuses unless skipped files are allowed (--allow-skipped-files)",
     ),
     "missing_patient_column": ("error", "no patient-id column: every row of the file is rejected"),
     "missing_date_column": ("error", "no date column: every row of the file is rejected"),
@@ -72,15 +73,20 @@ RULES: dict[str, tuple[str, str]] = {
     "line_break_in_cell": (
         "error",
         "a quoted cell holds a line break followed by a line shaped like a data row (an id and a "
-        "date, or the header's width): the record is rejected with the lines it spans, and a "
-        "build refuses",
+        "date, half the header's cells, or a row's cells up to that cell): the record is "
+        "rejected with the lines it spans, and a build refuses",
     ),
     "extra_cells": (
-        "warning",
-        "the row has more cells than the header; the extra cells are ignored",
+        "error",
+        "the row has more cells than the header (an unquoted delimiter shifted its cells): rejected",
     ),
     # keys
     "missing_patient_id": ("error", "blank patient id"),
+    "id_spellings": (
+        "warning",
+        "one patient id written several ways (007, 7.0, ...): merged into one patient; the line "
+        "names each spelling and its rows",
+    ),
     "non_integer_patient_id": ("error", "patient id is not a non-negative integer"),
     "missing_date": ("error", "blank session date"),
     "unparseable_date": ("error", "session date in no recognised format"),
@@ -90,7 +96,8 @@ RULES: dict[str, tuple[str, str]] = {
     ),
     "ambiguous_date_order": (
         "warning",
-        "no date of the column shows its day/month order: its numeric dates are read month-first",
+        "no date of the column shows its day/month order: read month-first (slash) or day-first "
+        "(dotted) in the report, and a build refuses unless an order is given (--date-order)",
     ),
     "date_order": ("info", "the day/month order of a column, decided from its unambiguous dates"),
     "month_precision_date": ("warning", "month-only date (MM/YYYY) read as the 1st of the month"),
