@@ -4,7 +4,9 @@ them)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -77,6 +79,37 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+#: a stored result longer than this is kept zlib-compressed (base64 text, PACKED prefix); the
+#: chain hashes the canonical JSON either way, so a packed entry verifies like a plain one
+PACK_OVER = 16_384
+PACKED = "zlib:"
+
+
+def pack_result(text: str | None) -> str | None:
+    """The `result` column as stored: canonical JSON, or PACKED + base64(zlib) when long (a
+    trajectory result is 170-360 KB of JSON, a 10,000-patient cohort answer 5 MB; JSON of
+    repeated keys compresses about tenfold)."""
+    if text is None or len(text) <= PACK_OVER:
+        return text
+    return PACKED + base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
+
+
+def unpack_result(text: str | None) -> str | None:
+    """The canonical JSON of a stored `result` column (stored plain, or packed)."""
+    if text is None or not text.startswith(PACKED):
+        return text
+    return zlib.decompress(base64.b64decode(text[len(PACKED) :])).decode("utf-8")
+
+
+def unpacked(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row with its `result` as canonical JSON (what the chain hashes); a packed result
+    that no longer decodes (edited in the store) is kept as stored, so its hash check fails."""
+    try:
+        return {**row, "result": unpack_result(row.get("result"))}
+    except (ValueError, zlib.error):  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return dict(row)
+
+
 def _dumps(obj: Any) -> str | None:
     return None if obj is None else canonical(obj)
 
@@ -100,7 +133,7 @@ def entry_from_row(row: Mapping[str, Any]) -> Entry:
         kb_hash=row["kb_hash"],
         backend=row["backend"],
         model=row["model"],
-        result=_loads(row["result"]),
+        result=_loads(unpack_result(row["result"])),
         result_hash=row["result_hash"],
         verification=_loads(row["verification"]),
         subject=row["subject"],

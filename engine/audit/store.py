@@ -37,7 +37,15 @@ from engine.audit.chain import (
     verify_rows,
 )
 from engine.audit.errors import AuditError
-from engine.audit.rows import ACTIONS, Entry, entry_from_row, new_row, since_iso
+from engine.audit.rows import (
+    ACTIONS,
+    Entry,
+    entry_from_row,
+    new_row,
+    pack_result,
+    since_iso,
+    unpacked,
+)
 
 __all__ = ["ACTIONS", "AuditStore", "Entry", "database_url", "head", "log", "metadata"]
 
@@ -282,8 +290,8 @@ class AuditStore:
             raise AuditError(f"audit store {self.safe_url}: {problem}; nothing was recorded")
         row["id"] = last_id + 1
         row["prev_hash"] = last_hash
-        row["hash"] = entry_hash(row)
-        conn.execute(log.insert().values(**row))
+        row["hash"] = entry_hash(row)  # over the canonical result; stored packed when long
+        conn.execute(log.insert().values(**{**row, "result": pack_result(row["result"])}))
         if h:
             conn.execute(
                 head.update().where(head.c.k == 1).values(last_id=row["id"], last_hash=row["hash"])
@@ -386,7 +394,7 @@ class AuditStore:
         with self.engine.connect().execution_options(**opts) as conn, conn.begin():
             h = conn.execute(sa.select(head.c.last_id, head.c.last_hash)).mappings().first()
             rows = conn.execute(sa.select(*cols).order_by(log.c.id)).mappings()
-            verdict = verify_rows(rows, h)
+            verdict = verify_rows(map(unpacked, rows), h)
             if not verdict.ok:
                 return verdict
             problem = self._anchor_problem(anchor, conn)
@@ -405,7 +413,7 @@ class AuditStore:
             opts["isolation_level"] = "REPEATABLE READ"
         with self.engine.connect().execution_options(**opts) as conn, conn.begin():
             for r in conn.execute(sa.select(*cols).order_by(log.c.id)).mappings():
-                yield dict(r)
+                yield unpacked(r)  # a JSON-lines backup holds the canonical result
 
 
 def _found(conn: sa.Connection, find: str, verdict: Verdict) -> Verdict:
