@@ -18,6 +18,7 @@ from engine.audit import cli as audit_cli
 from engine.audit.errors import AuditError
 from engine.config import Config
 from engine.llm.errors import BackendError
+from kb_store.kb_cli import add_ingest_arguments
 
 log = logging.getLogger("marag.cli")
 STATISTICS = ["latest", "change", "slope_visit", "slope_year", "mean"]
@@ -94,6 +95,7 @@ def _add_kb_parsers(sub: argparse._SubParsersAction) -> None:
         "--if-missing", action="store_true", help="do nothing when a KB already exists"
     )
     build.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
+    add_ingest_arguments(build)  # --date-order, --allow-skipped-files
     _common(build)
     audit_cli.add_user_flag(build)  # audit trail: the user recorded
     audit_cli.add_audit_db_flag(build)
@@ -103,6 +105,7 @@ def _add_kb_parsers(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--source", action="append", default=None)
     report.add_argument("--format", choices=["auto", "generic", "marag", "ppmi"], default="auto")
     report.add_argument("--visit-window-days", dest="visit_window_days", type=int, default=None)
+    add_ingest_arguments(report)
     report.add_argument("--json", action="store_true")
     verify = kb.add_parser("verify", help="check the live KB (files, SQLite, document count)")
     verify.add_argument("--json", action="store_true")

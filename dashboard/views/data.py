@@ -54,6 +54,22 @@ fmt = st.selectbox(
     key="data_format",
     help="auto detects the generic session CSV, the MA-RAG study files and PPMI exports",
 )
+o1, o2 = st.columns(2)
+date_order = o1.selectbox(
+    "Day/month order of numeric dates",
+    ["", "dmy", "mdy"],
+    format_func=lambda k: {"": "decided by each column", "dmy": "day first", "mdy": "month first"}[
+        k
+    ],
+    key="data_date_order",
+    help="For a date column whose own values do not decide it (every day 12 or less): without "
+    "an order such a column refuses the build. A column that decides its order keeps it.",
+)
+allow_skipped = o2.checkbox(
+    "Build even when a folder file matches no format",
+    key="data_allow_skipped",
+    help="The skipped file's rows stay rejected rows in the report",
+)
 paths: list[Path] = []
 if source == "sample":
     from kb_store.synth import default_sample_path
@@ -90,14 +106,22 @@ else:
             paths = [resolve_server_path(p, cfg.data_roots)]
         except ServerPathError as e:
             st.error(plain(e))
-selection = fingerprint(source, fmt, paths, cfg.visit_window_days)
+selection = fingerprint(
+    source, f"{fmt}|{date_order}|{allow_skipped}", paths, cfg.visit_window_days
+)  # an option changed after validation asks for a new validation
 
 if st.button("Validate", key="validate", disabled=not paths, icon=":material/rule:"):
     from kb_store.ingest import load_sources
     from kb_store.ingest_report import format_report
 
     try:
-        res = load_sources(paths, fmt, visit_window_days=kb.visit_window_days)
+        res = load_sources(
+            paths,
+            fmt,
+            visit_window_days=kb.visit_window_days,
+            date_order=date_order or None,
+            allow_skipped_files=allow_skipped,
+        )
     except (ValueError, FileNotFoundError) as e:
         st.session_state.pop(INGEST_KEY, None)
         st.error(plain(e))
@@ -134,10 +158,11 @@ if ing:
         )
     elif res.blocking:
         first = res.blocking[0]
+        where = f"{first.file}, row {first.row}" if first.row else str(first.file)
         st.error(
-            f"Build refused: {len(res.blocking)} row(s) could not be read reliably (first: "
-            f"{first.file}, row {first.row}: [{first.rule}]); the build would lose them. Fix the "
-            "file and validate again."
+            f"Build refused: {len(res.blocking)} finding(s) would lose or change rows (first: "
+            f"{where}: [{first.rule}] {plain(first.message)}). Fix the file, or set the option "
+            "above where one applies, and validate again."
         )
     elif not res.sessions:
         st.error("Nothing to build: no session passed validation.")

@@ -169,3 +169,30 @@ def test_plain_messages_keep_file_names_and_drop_paths():
     assert plain("/tmp/marag-upload-x/00-ab/v.csv, row 4: bad") == "v.csv, row 4: bad"
     assert plain(OSError(2, "No such file", "/srv/kb/gen-000001/c.sqlite3")).endswith("'c.sqlite3'")
     assert plain("scores 3/4 and 12/2020") == "scores 3/4 and 12/2020"
+
+
+def test_an_undecidable_date_column_refuses_until_an_order_is_chosen(
+    real_app, tmp_path, monkeypatch
+):
+    """Days all 12 or less: the column decides no day/month order, so Build is refused with the
+    rule named; choosing "day first" (a new validation) lets it build, read day-first."""
+    d = tmp_path / "d"
+    d.mkdir()
+    f = d / "b.csv"
+    f.write_text("proj_id,date,PDQ8_1\n2,05/02/2021,2\n2,11/03/2021,1\n", encoding="utf-8")
+    at = _data_page(real_app, tmp_path, monkeypatch, str(d))
+    at.text_input(key="data_path").input(str(f)).run()
+    at.button(key="validate").click().run()
+    assert not at.exception, at.exception
+    refused = "\n".join(e.value for e in at.error)
+    assert "Build refused" in refused and "[ambiguous_date_order]" in refused
+    assert not [x for x in at.button if x.key == "build"]
+    at.selectbox(key="data_date_order").set_value("dmy").run()
+    assert "Validate** again" in "\n".join(w.value for w in at.warning)  # an option changed
+    at.button(key="validate").click().run()
+    at.button(key="build").click().run()
+    assert not at.exception, at.exception
+    from kb_store.chroma_reader import open_kb
+
+    (doc,) = open_kb(tmp_path / "kb", embedding="hashing").session_docs(2)[:1]
+    assert doc.metadata["date"].startswith("2021-02-05")

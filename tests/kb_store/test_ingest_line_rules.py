@@ -234,3 +234,22 @@ def test_invalid_clock_times_and_offsets_are_rejected(tmp_path, raw, ok):
     if not ok:
         (rej,) = rules(res, "unparseable_date")
         assert rej.row == 2 and re.search("invalid clock time", rej.message)
+
+
+def test_the_cli_offers_the_date_order_and_skipped_file_flags(tmp_path, capsys):
+    """`marag kb build` refuses an undecidable date column naming --date-order, and builds with
+    it; `marag kb report` takes the same flags."""
+    from engine import cli
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write(folder / "b.csv", [PDQ_HEADER, prow(2, "05/02/2021"), prow(2, "11/03/2021")])
+    args = ["kb", "build", "--source", str(folder), "--kb-dir", str(tmp_path / "kb")]
+    args += ["--embedding", "hashing", "--audit-db", str(tmp_path / "a.db")]
+    assert cli.main(args) != 0
+    cap = capsys.readouterr()
+    assert "--date-order" in cap.out + cap.err
+    assert cli.main([*args, "--date-order", "dmy"]) == 0
+    rep = ["kb", "report", "--source", str(folder), "--date-order", "mdy", "--json"]
+    assert cli.main(rep) == 0
+    assert cli.main([*rep[:-1], "--allow-skipped-files", "--json"]) == 0
