@@ -213,6 +213,79 @@ def bad_inputs(tmp: Path) -> list[tuple[str, list[Path]]]:
     return cases
 
 
+def second_campaign_inputs(tmp: Path) -> list[tuple[str, list[Path]]]:
+    """(name, files) of the second campaign's shapes: rows that must never become sessions as
+    written (a stray quote closed by the next row's note, shifted cells), folder files that must
+    not be skipped in silence (an Excel `sep=,` line, a title line), a date column whose order
+    nothing decides beside a day-first sibling, one id spelled nine ways, invalid clock times and
+    offsets, and a rejected date cell holding formula / HTML / Markdown payloads."""
+    header, rows = _base_rows()
+    cases: list[tuple[str, list[Path]]] = []
+
+    def folder(name: str, files: dict[str, str]) -> None:
+        d = tmp / name
+        d.mkdir(parents=True)
+        for fname, content in files.items():
+            (d / fname).write_text(content, encoding="utf-8")
+        cases.append((name, [d]))
+
+    with_note = ["proj_id", "note", "date", *header[2:]]
+    noted = [[r[0], "seen", *r[1:]] for r in rows]
+    text = _csv(with_note, noted).split("\n")
+    text[3] = text[3].replace(",seen,", ',"seen, stray,', 1)  # closed by the next row's note
+    text[4] = text[4].replace(",seen,", ',seen",', 1)
+    folder("stray_quote_closed_by_next_note", {"s.csv": "\n".join(text)})
+    shifted = _csv(with_note, noted).split("\n")
+    shifted[5] = shifted[5].replace(",seen,", ",seen, and walking,", 1)  # an unquoted comma
+    folder("unquoted_comma_shifts_cells", {"s.csv": "\n".join(shifted)})
+    folder(
+        "excel_sep_line",
+        {"a.csv": _csv(header, rows[:8]), "b.csv": "sep=,\n" + _csv(header, rows[8:])},
+    )
+    folder(
+        "title_line_above_header",
+        {"a.csv": _csv(header, rows[:8]), "b.csv": "Export of 2021\n" + _csv(header, rows[8:])},
+    )
+    first = [[r[0], f"{13 + i % 10}/0{1 + i % 9}/2021", *r[2:]] for i, r in enumerate(rows[:8])]
+    low = [
+        [str(int(r[0]) + 10), f"0{1 + i % 9}/0{1 + (i + 4) % 9}/2021", *r[2:]]
+        for i, r in enumerate(rows[8:14])
+    ]
+    folder(
+        "undecidable_sibling_of_day_first",
+        {"a.csv": _csv(header, first), "b.csv": _csv(header, low)},
+    )
+    spellings = ["7", "007", "0007", "7.0", "7\t", "7\u00a0", '"7"', " 7", "7 "]
+    folder(
+        "nine_spellings_of_one_id",
+        {
+            "s.csv": _csv(
+                header, [[s, f"2021-{1 + i:02d}-10", *rows[0][2:]] for i, s in enumerate(spellings)]
+            )
+        },
+    )
+    times = [
+        "2021-01-10 24:00",
+        "2021-02-10 25:61:99",
+        "2021-03-10T10:00+25:00",
+        "2021-04-10 23:59:59",
+    ]
+    folder(
+        "clock_times_and_offsets",
+        {"s.csv": _csv(header, [[rows[0][0], d, *rows[0][2:]] for d in times])},
+    )
+    payloads = [
+        '=HYPERLINK("http://x.example","y")',
+        "<img src=x onerror=alert(1)>",
+        "![i](http://x.example/i.png)",
+    ]
+    folder(
+        "payloads_in_rejected_dates",
+        {"s.csv": _csv(header, rows[:4] + [[rows[0][0], pl, *rows[0][2:]] for pl in payloads])},
+    )
+    return cases
+
+
 #: data rows of cases whose physical lines are not their rows (quoted line breaks in a cell)
 EXPECTED_ROWS = {"quoted_newline_text_first_column": 20, "quoted_newline_text_last_column": 20}
 
@@ -228,6 +301,10 @@ def lost_rows(res, name: str, paths: list[Path]) -> int:
 
     covered = {ref for s in res.sessions for ref in source_refs(s)}
     reported = {(i.file, i.row) for i in res.issues if i.row is not None}
+    for i in res.issues:  # a record rejected over several lines ("lines 4-5") covers each
+        m = re.search(r"\blines (\d+)-(\d+)", i.message)
+        if m and i.row is not None:
+            reported |= {(i.file, r) for r in range(int(m.group(1)), int(m.group(2)) + 1)}
     file_err = {i.file for i in res.issues if i.row is None and i.severity == "error"}
     skipped = set(res.stats.get("files_skipped", []))
     names = {f["file"] for f in res.stats["files"]}
@@ -246,6 +323,8 @@ def lost_rows(res, name: str, paths: list[Path]) -> int:
             except UnicodeDecodeError:
                 continue
         lines = [ln for ln in re.split(r"\r\n|\r|\n", text.lstrip("\ufeff")) if ln.strip()]
+        if lines and lines[0].lower().startswith("sep="):  # Excel's delimiter line: no row
+            lines = lines[1:]
         rows = max(0, len(lines) - 1)
         written += rows
         if key in file_err or key in skipped:
@@ -266,7 +345,7 @@ def run_bad_inputs(tmp: Path) -> dict:
     from kb_store.ingest import IngestError, load_sources
 
     out = {"inputs": 0, "clean": 0, "rows_lost": 0, "cases": []}
-    for name, paths in bad_inputs(tmp):
+    for name, paths in [*bad_inputs(tmp), *second_campaign_inputs(tmp / "second")]:
         out["inputs"] += 1
         rec: dict = {"case": name}
         try:
@@ -286,6 +365,8 @@ def run_bad_inputs(tmp: Path) -> dict:
                 rows_read=res.stats["rows_read"],
                 rows_lost=lost,
                 build_refused=bool(getattr(res, "blocking", [])),
+                rows_rejected=res.stats.get("rows_rejected", 0),
+                warnings=sum(1 for i in res.issues if i.severity == "warning"),
             )
             out["rows_lost"] += lost
         out["clean"] += bool(rec["clean"])
