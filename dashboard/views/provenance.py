@@ -163,15 +163,15 @@ with st.expander("Check a text", icon=":material/rule:"):
     )
     draft = st.text_area("Text to check", key="check_text", height=160, max_chars=MAX_CHECK_CHARS)
     if st.button("Check", key="check_button", disabled=not draft.strip()):
-        from engine.check_command import check_against_result
+        from engine.check_command import REPORT_ONLY, check_against_result, coverage_line
 
-        rec = check_against_result(result, draft, handle.engine.contexts, cfg.coverage_min)
+        rec = check_against_result(result, draft, handle.engine.contexts, REPORT_ONLY)
         if not trail.record_release(rec, services.base_config(), action="check", plan=result.plan):
             st.stop()  # audit trail: a checked text is a release (as `marag check`)
         (st.success if rec["passed"] else st.error)(
             f"{'Passes' if rec['passed'] else 'Fails'}: {rec['unsupported_sentences']} of "
-            f"{rec['sentences_total']} sentence(s) unsupported; key-fact coverage "
-            f"{rec['coverage']:.2f} (needs {rec['coverage_min']:.2f})."
+            f"{rec['sentences_total']} sentence(s) unsupported; "
+            f"{coverage_line(rec['coverage'], rec['coverage_min'])}."
         )
         show_table(pd.DataFrame(tables.check_rows(rec)), hide_index=True, key="check_result")
         if rec["missing_key_facts"]:
