@@ -176,10 +176,40 @@ def _paragraph_verdicts(
                 "states nothing the facts support (no checked assertion, not a listed safe form)"
             )
             v.categories.append("no assertion")
+        _negated_movement(sent, v)
         if v.reasons:
             v.status = "unsupported"
         out.append(v)
     return tuple(out)
+
+
+#: a negated change of no direction ("did not go from 11 to 39", "never changed from 5"): the
+#: numbers it holds are what it denies. Direction words ("did not worsen") are read, negation
+#: included, by the direction checks; thresholds ("does not reach the MCID") are not a change
+_MOVES = r"(?:go|went|gone|change|changed|move|moved)"
+_NEGATED_MOVE = re.compile(
+    rf"\b(?:(?:did|does|do|has|have|had|was|were)\s+not|didn't|doesn't|don't|hasn't|haven't|"
+    rf"hadn't|never)\s+(?:\w+\s+)?{_MOVES}\b",
+    re.I,
+)
+
+
+def _negated_movement(sentence: str, v: SentenceVerdict) -> None:
+    """A sentence that negates a change and holds numbers fails: contradicted when the facts
+    support the change it denies, unverifiable otherwise (the checker reads no negated claim as
+    true)."""
+    m = _NEGATED_MOVE.search(sentence)
+    if m is None or not any(ch.isdigit() for ch in sentence):
+        return
+    denied = [f for f in v.facts if f.get("role") == "value" and f.get("values")]
+    if denied:
+        v.reasons.append(
+            f"'{m.group()}' denies a change the facts support: the sentence is contradicted"
+        )
+        v.categories.append("negation")
+    else:
+        v.reasons.append(f"'{m.group()}': a negated change is not verified (unverifiable)")
+        v.categories.append("negation")
 
 
 def _shifted_verdict(v: SentenceVerdict, d: int, paragraph: int) -> SentenceVerdict:

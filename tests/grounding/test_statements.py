@@ -122,3 +122,22 @@ def test_fluctuating_is_the_engine_definition_in_the_checker():
     assert not rep.passed and "no swing both ways" in " ".join(rep.sentences[0].reasons)
     rep = check_statements(small, ledger([20, 32, 18]), [5])
     assert rep.passed, [(s.text, s.reasons) for s in rep.sentences]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ok"),
+    [
+        ("Patient 5's motor score went from 9 at visit 1 to 13 at visit 4.", True),
+        # a negated change of no direction denies the numbers it holds: never supported by them
+        ("Patient 5's motor score did not go from 9 at visit 1 to 13 at visit 4.", False),
+        ("Patient 5's motor score never changed from 9 at visit 1.", False),
+        ("Patient 5's motor score hasn't moved from 9 at visit 1 to 13 at visit 4.", False),
+        # negated direction words and thresholds keep their own reading
+        ("Patient 5's motor score did not worsen from visit 3 to visit 4.", True),  # 14 -> 13
+    ],
+)
+def test_negated_changes(ledger, sentence, ok):
+    ((status, reasons),) = verdicts(sentence, ledger)
+    assert (status == "supported") is ok, reasons
+    if not ok:
+        assert any("negated change" in r or "denies a change" in r for r in reasons), reasons
