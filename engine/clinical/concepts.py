@@ -83,6 +83,13 @@ def match_concepts(query: str, profiles: tuple[str, ...] | None = None) -> list[
     return out
 
 
+@cache
+def same_concept(phrase: str) -> frozenset[str]:
+    """The item codes, over every profile, whose label or terms match `phrase`: the MDS-UPDRS
+    name "cognitive impairment" also names the MA-RAG UPDRS item Cognition (COGNITION)."""
+    return frozenset(m.code for m in match_concepts(phrase))
+
+
 def resolve_item(name: str) -> list[tuple[str, str]]:
     """(profile, code) pairs for an item given by code or label (case-insensitive), for filters."""
     key = name.strip().lower()

@@ -13,6 +13,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.clinical.concepts import same_concept
 from engine.grounding import literal_scan
 from engine.grounding.claim import Claim, variant
 from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next_domain, sentences
@@ -233,6 +234,8 @@ class _SentenceReader:
         sc = self.scope
         codes, doms, phrase = c.value
         known = codes & self.idx.items_known
+        if not known and codes:  # another instrument's name for an item the facts hold
+            known = same_concept(phrase) & self.idx.items_known
         if known:
             codes = known
         doms = {code_domains()[k] for k in codes}

@@ -141,3 +141,15 @@ def test_negated_changes(ledger, sentence, ok):
     assert (status == "supported") is ok, reasons
     if not ok:
         assert any("negated change" in r or "denies a change" in r for r in reasons), reasons
+
+
+def test_another_instruments_item_name_reads_the_item_the_facts_hold(ledger):
+    """The MDS-UPDRS name "cognitive impairment" (NP1COG) names the MA-RAG UPDRS item Cognition
+    (COGNITION) when the facts hold that one; the value is still checked."""
+    from engine.types import FactValue
+
+    facts = [*ledger, FactValue("item", 3, 5, 2, "nonmotor", "COGNITION", label="item COGNITION")]
+    ((status, reasons),) = verdicts("Patient 5 had cognitive impairment rated 3 at visit 2.", facts)
+    assert status == "supported", reasons
+    ((status, reasons),) = verdicts("Patient 5 had cognitive impairment rated 1 at visit 2.", facts)
+    assert status == "unsupported" and "does not match" in " ".join(reasons)
