@@ -16,6 +16,8 @@ SIGNED_KINDS = CHANGE_KINDS + ("slope", "slope_year")
 ROUNDED_KINDS = ("slope", "slope_year", "mean", "pdq8_si", "threshold")
 
 DOMAIN_CUES: tuple[tuple[str, str], ...] = (
+    # the PDQ-8's own total (its 0-32 score) before the UPDRS "total" below can take the word
+    (r"(?:pdq[- ]?8|pdq8)[- ]+(?:total|sum)(?:[- ]score)?", "qol"),
     (r"motor experiences of daily living", "adl"),
     (r"activities of daily living|daily living|\badls?\b|part\s+(?:ii|2)\b|updrs[- ]?ii\b", "adl"),
     (r"non[- ]?motor|part\s+(?:i|1)\b|updrs[- ]?i\b", "nonmotor"),

@@ -153,3 +153,18 @@ def test_another_instruments_item_name_reads_the_item_the_facts_hold(ledger):
     assert status == "supported", reasons
     ((status, reasons),) = verdicts("Patient 5 had cognitive impairment rated 1 at visit 2.", facts)
     assert status == "unsupported" and "does not match" in " ".join(reasons)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ok"),
+    [
+        ("Patient 5's PDQ-8 total was 9 at visit 1.", True),  # the PDQ-8 score, not the UPDRS
+        ("Patient 5's PDQ-8 total score was 8 at visit 1.", False),
+    ],
+)
+def test_pdq8_total_is_the_pdq8_score(ledger, sentence, ok):
+    from engine.types import FactValue
+
+    facts = [*ledger, FactValue("score", 9, 5, 1, "qol", label="qol score, visit 1")]
+    ((status, reasons),) = verdicts(sentence, facts)
+    assert (status == "supported") is ok, reasons
