@@ -177,6 +177,7 @@ def _paragraph_verdicts(
             )
             v.categories.append("no assertion")
         _negated_movement(sent, v)
+        _not_english(sent, v)
         if v.reasons:
             v.status = "unsupported"
         out.append(v)
@@ -192,6 +193,38 @@ _NEGATED_MOVE = re.compile(
     rf"hadn't|never)\s+(?:\w+\s+)?{_MOVES}\b",
     re.I,
 )
+
+
+#: function words of the languages a clinician's text may be written in besides English; the
+#: checker reads English only, so a sentence written in another is unverifiable, never supported
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_FOREIGN_WORDS = _wordset(
+    "der das dem und oder von vom zum zur bei auf mit nach ist wurde nicht "
+    "el los las del de la y en por para fue una es "
+    "le les du et est dans avec pour sur une pas "
+    "il gli della di che sono "
+    "het een niet voor"
+)
+_ENGLISH_WORDS = _wordset(
+    "the a an and or of to from at in on with by for per was were is are has had have not no "
+    "patient patients visit visits score scores year years trend change"
+)
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _not_english(sentence: str, v: SentenceVerdict) -> None:
+    """A sentence whose function words are mostly another language's fails as unverifiable."""
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    foreign = sum(w in _FOREIGN_WORDS and w not in _ENGLISH_WORDS for w in words)
+    english = sum(w in _ENGLISH_WORDS for w in words)
+    if foreign >= 3 and foreign > 2 * english:
+        v.reasons.append(
+            "written in another language: the checker reads English only (unverifiable)"
+        )
+        v.categories.append("language")
 
 
 def _negated_movement(sentence: str, v: SentenceVerdict) -> None:

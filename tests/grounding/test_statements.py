@@ -168,3 +168,17 @@ def test_pdq8_total_is_the_pdq8_score(ledger, sentence, ok):
     facts = [*ledger, FactValue("score", 9, 5, 1, "qol", label="qol score, visit 1")]
     ((status, reasons),) = verdicts(sentence, facts)
     assert (status == "supported") is ok, reasons
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Der motorische Wert von Patient 5 stieg von 9 bei Besuch 1 auf 13 bei Besuch 4.",
+        "El puntaje motor del paciente 5 subió de 9 en la visita 1 a 13 en la visita 4.",
+        "Le score moteur du patient 5 est passé de 9 à la visite 1 à 13 à la visite 4.",
+    ],
+)
+def test_a_sentence_in_another_language_is_unverifiable(ledger, sentence):
+    ((status, reasons),) = verdicts(sentence, ledger)
+    assert status == "unsupported"
+    assert any("another language" in r for r in reasons), reasons
