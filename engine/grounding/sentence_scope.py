@@ -184,10 +184,30 @@ def at_visit(ctx: SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> int
     return max(series) if series else None
 
 
+_GROUP_BEFORE = re.compile(r"\b(?:both|all|each of the|the two)\s+patients\b", re.I)
+
+
 def patients_for(ctx: SentenceCtx, pos: int, only_patient: int | None) -> list[int]:
     """The patient(s) a word at `pos` is about: the nearest patient cue before it in the
-    paragraph, else the plan's only patient (none when there is neither)."""
+    paragraph; for "Both patients improved ...: patient 3 ... and patient 8 ..." every patient the
+    rest of the sentence names; else the plan's only patient (none when there is neither)."""
     ps = ctx.patients_at(pos, _para_start(ctx.text, ctx.s0))
     if ps:
         return ps
+    if _GROUP_BEFORE.search(ctx.text, ctx.s0, pos):
+        named = named_after(ctx, pos)
+        if len(named) >= 2:
+            return named
     return [only_patient] if only_patient is not None else []
+
+
+def named_after(ctx: SentenceCtx, pos: int) -> list[int]:
+    """The patients named in the sentence after `pos`, in order, once each."""
+    out: list[int] = []
+    for c in ctx.cues:
+        if c.start < pos or c.kind not in ("patient", "patients"):
+            continue
+        for p in c.value if c.kind == "patients" else [c.value]:
+            if p not in out:
+                out.append(p)
+    return out

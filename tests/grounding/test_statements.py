@@ -182,3 +182,21 @@ def test_a_sentence_in_another_language_is_unverifiable(ledger, sentence):
     ((status, reasons),) = verdicts(sentence, ledger)
     assert status == "unsupported"
     assert any("another language" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ok"),
+    [
+        # ADL: patient 5 6 -> 9, patient 8 10 -> 11 (both higher = worse)
+        ("Both patients worsened in ADL: patient 5 from 6 to 9 and patient 8 from 10 to 11.", True),
+        (
+            "Both patients improved in ADL: patient 5 from 6 to 9 and patient 8 from 10 to 11.",
+            False,
+        ),
+    ],
+)
+def test_a_claim_about_several_patients_is_read_for_each(ledger, sentence, ok):
+    ((status, reasons),) = verdicts(sentence, ledger)
+    assert (status == "supported") is ok, reasons
+    if not ok:
+        assert len([r for r in reasons if "improved" in r]) == 2, reasons  # one per patient
