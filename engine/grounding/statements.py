@@ -178,6 +178,7 @@ def _paragraph_verdicts(
             v.categories.append("no assertion")
         _negated_movement(sent, v)
         _not_english(sent, v)
+        _change_size(sent, v)
         if v.reasons:
             v.status = "unsupported"
         out.append(v)
@@ -213,6 +214,28 @@ _ENGLISH_WORDS = _wordset(
     "patient patients visit visits score scores year years trend change"
 )
 _WORD = re.compile(r"[^\W\d_]+")
+
+
+#: "increased by 8 points, from 10 (at visit 1) to 18": the size stated against its two ends
+_CHANGE_BY = re.compile(
+    r"\b(?:increased|decreased|rose|fell|dropped|declined|improved|worsened|changed|went (?:up|down))"
+    r"\s+by\s+(\d+(?:\.\d+)?)(?:\s+points?)?,?\s+from\s+(\d+(?:\.\d+)?)"
+    r"(?:\s+(?:at|on)\s+(?:visit|baseline)\s*\d*)?\s+to\s+(\d+(?:\.\d+)?)",
+    re.I,
+)
+
+
+def _change_size(sentence: str, v: SentenceVerdict) -> None:
+    """A change whose stated size is not the distance between its stated ends fails, whatever
+    the facts say (the sentence contradicts itself)."""
+    for m in _CHANGE_BY.finditer(sentence):
+        size, a, b = (float(x) for x in m.groups())
+        if abs(abs(b - a) - size) > 1e-9:
+            v.reasons.append(
+                f"'{m.group()}': a change of {m.group(1)} does not take {m.group(2)} to "
+                f"{m.group(3)} (that is {abs(b - a):g})"
+            )
+            v.categories.append("number")
 
 
 def _not_english(sentence: str, v: SentenceVerdict) -> None:

@@ -200,3 +200,24 @@ def test_a_claim_about_several_patients_is_read_for_each(ledger, sentence, ok):
     assert (status == "supported") is ok, reasons
     if not ok:
         assert len([r for r in reasons if "improved" in r]) == 2, reasons  # one per patient
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ok"),
+    [
+        (
+            "Patient 5's motor score increased by 4 points, from 9 at visit 1 to 13 at visit 4.",
+            True,
+        ),
+        # the stated size is not the distance between the stated ends
+        (
+            "Patient 5's motor score increased by 5 points, from 9 at visit 1 to 13 at visit 4.",
+            False,
+        ),
+    ],
+)
+def test_a_change_size_is_checked_against_its_ends(ledger, sentence, ok):
+    ((status, reasons),) = verdicts(sentence, ledger)
+    assert (status == "supported") is ok, reasons
+    if not ok:
+        assert any("does not take 9 to 13" in r for r in reasons), reasons
