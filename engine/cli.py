@@ -18,7 +18,7 @@ from engine.audit import cli as audit_cli
 from engine.audit.errors import AuditError
 from engine.config import Config
 from engine.llm.errors import BackendError
-from kb_store.kb_cli import add_ingest_arguments
+from kb_store.ingest_flags import add_ingest_arguments
 
 log = logging.getLogger("marag.cli")
 STATISTICS = ["latest", "change", "slope_visit", "slope_year", "mean"]

@@ -63,26 +63,6 @@ def resolve_sources(sources: list[str] | None) -> list[Path]:
     return out
 
 
-def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ingest flags of `kb build` and `kb report` that this module reads (the parser that
-    owns the subcommands calls it): the day/month order of undecidable date columns and whether
-    a build may go on past a skipped file."""
-    parser.add_argument(
-        "--date-order",
-        dest="date_order",
-        choices=["dmy", "mdy"],
-        default=None,
-        help="day/month order of numeric dates in a column whose own values do not decide it "
-        "(without it such a column refuses a build)",
-    )
-    parser.add_argument(
-        "--allow-skipped-files",
-        dest="allow_skipped_files",
-        action="store_true",
-        help="build even when a folder file matches no format (its rows stay rejected)",
-    )
-
-
 def load(args: argparse.Namespace, kb: KBSettings) -> IngestResult:
     """Ingest the sources named by the arguments."""
     from kb_store.ingest import load_sources
