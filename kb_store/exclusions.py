@@ -8,6 +8,11 @@ computed as the ingest computes a kept session's, only for parts with no blank i
 written beside the KB as `excluded_sessions.json`, and read back by the KB reader so that every
 plan naming a patient carries that patient's excluded sessions. Texts state the date only as the
 parsed ISO date (`iso_date`), never the cell as written.
+
+No source text of a rejected row reaches an answer (`described`): the date is kept as written only
+when it reads as a date (then it holds nothing but a date), otherwise it is the words "unreadable
+date"; the message is the rule's meaning (kb_store.validation.RULES) with the column, never the
+validation message that quotes the cell. The full message stays in the build's validation report.
 """
 
 from __future__ import annotations
@@ -110,18 +115,38 @@ def excluded_from_ingest(result: Any, paths: Sequence[str | Path]) -> list[dict[
         if patient is None and (m := _PATIENT_RE.search(i.message)):
             patient = int(m.group(1))
         out.append(
-            {
-                "patient": patient,
-                "instrument": _instrument(kind, i.message),
-                "date": date,
-                "file": i.file,
-                "row": i.row,
-                "rule": i.rule,
-                "message": i.message,
-                **({"scores": scores} if scores else {}),
-            }
+            described(
+                {
+                    "patient": patient,
+                    "instrument": _instrument(kind, i.message),
+                    "date": date,
+                    "file": i.file,
+                    "row": i.row,
+                    "column": i.column,
+                    "rule": i.rule,
+                    **({"scores": scores} if scores else {}),
+                }
+            )
         )
     return sorted(out, key=lambda r: (r["file"], r["row"]))
+
+
+UNREADABLE_DATE = "unreadable date"
+
+
+def described(row: dict[str, Any]) -> dict[str, Any]:
+    """The record an answer carries of one rejected row: the date as written only when it reads
+    as a date, else "unreadable date"; the message from the rule and column, never the cell."""
+    from kb_store.validation import RULES
+
+    out = dict(row)
+    date = str(out.get("date") or "")
+    out["date"] = date if not date or iso_date(out) else UNREADABLE_DATE
+    rule = str(out.get("rule", ""))
+    meaning = RULES.get(rule, ("", rule.replace("_", " ")))[1]
+    column = out.get("column")
+    out["message"] = f"{column}: {meaning}" if column else meaning
+    return out
 
 
 def write_excluded(rows: Iterable[dict[str, Any]], kb_dir: str | Path) -> Path:
@@ -141,5 +166,7 @@ def read_excluded(kb_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def for_patients(rows: Iterable[dict[str, Any]], patients: Iterable[int]) -> list[dict[str, Any]]:
+    """The rejected rows of these patients, described (also for a KB written before rows were
+    described at build time)."""
     ps = set(patients)
-    return [r for r in rows if r.get("patient") in ps]
+    return [described(r) for r in rows if r.get("patient") in ps]
