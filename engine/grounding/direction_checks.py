@@ -41,6 +41,10 @@ _CHANGE_VERB_BEFORE = re.compile(
 _OVERALL_AFTER = re.compile(r"\s+overall\b", re.I)
 _DECLIN = re.compile(r"declin", re.I)
 _SCORES_HAVE_BEFORE = re.compile(r"\bscores?\s*(?:has|have|had)?\s*$", re.I)
+#: "over the same visits": "the same" names a span, not an unchanged value (chains.py reads it)
+_SAME_SPAN_AFTER = re.compile(
+    r"\s+(?:visits?|period|interval|assessments?|time\s+span|months|weeks|years)\b", re.I
+)
 
 
 def _direction_words(ctx: SentenceCtx) -> list[DirectionWord]:
@@ -56,6 +60,12 @@ def _direction_words(ctx: SentenceCtx) -> list[DirectionWord]:
                 continue
             word = m.group(0)
             after = ctx.text[m.end() : m.end() + 30]
+            if (
+                label == "unchanged"
+                and word.lower() == "the same"
+                and _SAME_SPAN_AFTER.match(after)
+            ):
+                continue  # "over the same visits": the span of the change, not "unchanged"
             if label in ("improved", "worsened") and _THAN_AFTER.match(after):
                 continue  # a comparative ("higher than"): checked as a comparison
             if (

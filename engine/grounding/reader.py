@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from engine.clinical.concepts import same_concept
 from engine.grounding import literal_scan
+from engine.grounding.chains import rebind
 from engine.grounding.claim import Claim, variant
 from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next_domain, sentences
 from engine.grounding.ledger_index import LedgerIndex
@@ -158,6 +159,7 @@ class _SentenceReader:
                 self._on_date(self.value_toks[i])
             else:
                 self._on_value(self.value_toks[i], i)
+        rebind(self.text, self.s0, self.s1, self.claims, self.idx)
         _bind_directions(self.text, self.s0, self.s1, self.claims, self.cues, self.low)
 
     def _cues_in(self, a: int, b: int) -> list[Cue]:

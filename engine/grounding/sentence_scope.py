@@ -1,7 +1,7 @@
 """What a word in a sentence is about, for the statement checker: its clause, the patient(s)
 (nearest patient cue before it in the paragraph, else the plan's only patient), the subject (the
 domain and item cues of its clause, else the nearest in the sentence; "all domains" = every
-domain) and the visit span (the clause's visits; "baseline" = the series' first visit)."""
+domain, "all three parts" = the three UPDRS parts) and the visit span (the clause's visits; "baseline" = the series' first visit)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ CLAUSE_SPLIT = re.compile(r"[;,]|\s(?:while|whereas|but|although|though)\s|:\s",
 ALL_DOMAINS = re.compile(
     r"\b(?:all|every|each|both)\s+(?:four\s+|4\s+|three\s+|3\s+)?domains?\b|\bacross (?:the )?domains\b|\bacross the board\b",
     re.I,
+)
+
+#: "all three parts", "every part of the UPDRS": the three parts the MA-RAG scale sums
+UPDRS_PARTS = ("motor", "adl", "nonmotor")
+ALL_PARTS = re.compile(
+    r"\b(?:all|every|each|both)\s+(?:of\s+the\s+)?(?:(?:three|3)\s+)?parts?\b", re.I
 )
 
 
@@ -87,6 +93,8 @@ def subjects_of(
         return found
     if ALL_DOMAINS.search(ctx.text, ctx.s0, ctx.s1):
         return [(d, None, d) for d in DOMAINS]
+    if ALL_PARTS.search(ctx.text, ctx.s0, ctx.s1):
+        return [(d, None, d) for d in UPDRS_PARTS]
     before = [c for c in subjects if c.start < pos]
     if before:
         return [subj(before[-1])]
@@ -185,16 +193,19 @@ def at_visit(ctx: SentenceCtx, a: int, b: int, series: Mapping[int, Any]) -> int
 
 
 _GROUP_BEFORE = re.compile(r"\b(?:both|all|each of the|the two)\s+patients\b", re.I)
+#: "The PDQ-8 total fell in both patients ...": the group right after the word
+_GROUP_AFTER = re.compile(r"\w*\s+(?:in|for)\s+(?:both|all|each of the|the two)\s+patients\b", re.I)
 
 
 def patients_for(ctx: SentenceCtx, pos: int, only_patient: int | None) -> list[int]:
     """The patient(s) a word at `pos` is about: the nearest patient cue before it in the
-    paragraph; for "Both patients improved ...: patient 3 ... and patient 8 ..." every patient the
-    rest of the sentence names; else the plan's only patient (none when there is neither)."""
+    paragraph; for "Both patients improved ...: patient 3 ... and patient 8 ..." (or "improved in
+    both patients, ... in patient 3 and ... in patient 8") every patient the rest of the sentence
+    names; else the plan's only patient (none when there is neither)."""
     ps = ctx.patients_at(pos, _para_start(ctx.text, ctx.s0))
     if ps:
         return ps
-    if _GROUP_BEFORE.search(ctx.text, ctx.s0, pos):
+    if _GROUP_BEFORE.search(ctx.text, ctx.s0, pos) or _GROUP_AFTER.match(ctx.text, pos, ctx.s1):
         named = named_after(ctx, pos)
         if len(named) >= 2:
             return named

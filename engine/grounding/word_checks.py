@@ -2,7 +2,9 @@
 (sentence_scope.py). This module runs the checks in their fixed order, one module per role:
 direction words (direction_checks.py), severity words (severity_checks.py), presence or absence
 of a symptom and the zero caveats (presence_checks.py), comparatives and superlatives
-(comparison_checks.py); periods ("over 14 months") are checked here, before the numbers of the
+(comparison_checks.py), claims over a whole series or every stated change ("rose at every
+visit", "each change is at or above its MCID": series_claims.py); periods ("over 14 months") are
+checked here, before the numbers of the
 sentence, whose period spans they exempt. Each check returns how many assertions held and writes
 every failure, with its reason, into the sentence's verdict."""
 
@@ -19,6 +21,7 @@ from engine.grounding.facts_view import FactsView
 from engine.grounding.presence_checks import check_presence, check_zero_caveats
 from engine.grounding.sentence_scope import SentenceCtx, patients_for
 from engine.grounding.sentence_verdict import SentenceVerdict
+from engine.grounding.series_claims import check_series_claims
 from engine.grounding.severity_checks import check_severity
 
 PERIOD_RE = re.compile(
@@ -43,6 +46,7 @@ def check_words(
     n += check_presence(ctx, view, claims, only_patient, v)
     n += check_comparisons(ctx, view, only_patient, v)
     n += check_zero_caveats(ctx, view, only_patient, v)
+    n += check_series_claims(ctx, view, claims, only_patient, v)
     return n
 
 

@@ -21,10 +21,12 @@ from kb_store.reader import InMemoryKB
 DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
 SET = Path(__file__).with_name("data") / "heldout_v2.json"
 #: measured when the set was written (2026-12-03: 15 of 17 planted errors caught, 14 of 17 true
-#: texts passed; 16 of 17 caught once a change's size is checked against its ends); a change
-#: that lowers either fails here
-MIN_CAUGHT = 16 / 17
-MIN_TRUE_PASSED = 14 / 17
+#: texts passed; 16 of 17 caught once a change's size is checked against its ends; 17 of 17 and
+#: 17 of 17 since value chains, values followed by their patient, "over the same visits" and
+#: claims over every step of a series are read: chains.py, series_claims.py); a change that
+#: lowers either fails here
+MIN_CAUGHT = 17 / 17
+MIN_TRUE_PASSED = 17 / 17
 
 
 @pytest.fixture(scope="module")
