@@ -4,9 +4,9 @@ direction words (direction_checks.py), severity words (severity_checks.py), pres
 of a symptom and the zero caveats (presence_checks.py), comparatives and superlatives
 (comparison_checks.py), claims over a whole series or every stated change ("rose at every
 visit", "each change is at or above its MCID": series_claims.py); periods ("over 14 months") are
-checked here, before the numbers of the
-sentence, whose period spans they exempt. Each check returns how many assertions held and writes
-every failure, with its reason, into the sentence's verdict."""
+checked here, before the numbers of the sentence, whose period spans they exempt. Each check
+returns how many assertions held and writes every failure, with its reason, into the sentence's
+verdict."""
 
 from __future__ import annotations
 
