@@ -8,6 +8,15 @@ or patient from words after them, which the left-to-right scope of reader.py can
   (also "for patient N"): the values belong to that patient; so do those of "patient 3 from 11
   to 6". The two ends of such a change, when the sentence states one visit span before them
   ("from visit 1 to visit 3", "between visit 1 and visit 3"), are at its two visits.
+- A list of values at a list or range of visits: "14, 17, 26 and 36 at visits 1 to 4" (also
+  "at visits 1, 2, 3 and 4"): each value belongs to its visit in turn (the patient's visits in
+  the range); read only when the counts agree.
+- A value at the first (or last) N visits: "rated 1 at each of the first three visits": it holds
+  at each of the patient's first N visits; N is read as the last of them (a visit claim).
+- The two ends of a change in parentheses right after its visit span: "from visit 3 to visit 4
+  (5 to 11)": 5 at visit 3, 11 at visit 4.
+- The second value of "the Summary Index was 25.0 at visit 2 and 18.75 at visit 4" is of the
+  first's kind (a summary index, a mean, a slope) when nothing names another.
 - "over the same visits" (or "period", "interval", "assessments"): the ends of "from 12 to 1"
   take the visits of the previous change of the sentence ("fell from 18 at visit 1 to 14 at
   visit 3, and ... fell from 12 to 1 over the same visits": 12 at visit 1, 1 at visit 3).
@@ -55,6 +64,37 @@ _SAME_VISITS = re.compile(
 )
 
 
+_WORD_VISITS = r"(?:visits|assessments|sessions)"
+#: "14, 17, 26 and 36 at visits 1 to 4", "2 and 3 at visits 2 and 4"
+_VALUE_LIST = re.compile(
+    rf"(?<![\d.])({_N}(?:\s*,\s*{_N})*\s*,?\s+and\s+{_N})\s+(?:at|on)\s+(?:the\s+)?{_WORD_VISITS}\s+"
+    r"(?:(\d+)\s*(?:-|to|through)\s*(\d+)|(\d+(?:\s*(?:,|,?\s*and)\s*\d+)+))\b",
+    re.I,
+)
+#: "1 at each of the first 3 visits", "0 at the last 2 assessments"
+_FIRST_N = re.compile(
+    rf"(?<![\d.])({_N})\s+(?:at|on|in)\s+(?:each\s+of\s+|all\s+of\s+|all\s+)?the\s+"
+    rf"(first|last)\s+(\d+)\s+{_WORD_VISITS}\b",
+    re.I,
+)
+
+#: "from visit 3 to visit 4 (5 to 11)"
+_SPAN_THEN_ENDS = re.compile(
+    r"\b(?:from|between)\s+(?:the\s+)?visits?\s+(\d+)\s+(?:to|and)\s+(?:visit\s+)?(\d+)\s*"
+    rf"\(\s*(?:from\s+)?({_N})\s+(?:points?\s+)?(?:to|->|\u2192)\s+({_N})(?:\s+points?)?\s*\)",
+    re.I,
+)
+
+#: "25.0 at visit 2 and 18.75 at visit 4": two values, each at its visit, joined by "and"
+_TWO_AT_VISITS = re.compile(
+    rf"(?<![\d.])({_N})\s+(?:at|on)\s+(?:the\s+)?visit\s+\d+\s*,?\s+and\s+({_N})\s+(?:at|on)\s+"
+    r"(?:the\s+)?visit\s+\d+\b",
+    re.I,
+)
+#: the kinds a second value of such a pair takes from the first
+_CARRIED_KINDS = ("pdq8_si", "mean", "slope", "slope_year")
+
+
 def rebind(text: str, s0: int, s1: int, claims: Sequence[Claim], idx: LedgerIndex) -> None:
     """Set the visit or patient of the sentence's value claims that these constructions name
     (see the module docstring); the other claims are left as the reader read them."""
@@ -62,8 +102,12 @@ def rebind(text: str, s0: int, s1: int, claims: Sequence[Claim], idx: LedgerInde
     if not values:
         return
     _value_chains(text, s0, s1, values, idx)
+    _value_lists(text, s0, s1, values, idx)
+    _first_visits(text, s0, s1, claims, idx)
     _patients_after(text, s0, s1, values)
     _same_visits(text, s0, s1, values)
+    _span_then_ends(text, s0, s1, values)
+    _carried_kinds(text, s0, s1, values)
 
 
 def _value_chains(text: str, s0: int, s1: int, values: dict[int, Claim], idx: LedgerIndex) -> None:
@@ -80,6 +124,42 @@ def _value_chains(text: str, s0: int, s1: int, values: dict[int, Claim], idx: Le
             continue  # a chain that does not fit the visits is read as written (and judged)
         for c, v in zip(listed, between, strict=True):
             c.visit = v  # type: ignore[union-attr]
+
+
+def _value_lists(text: str, s0: int, s1: int, values: dict[int, Claim], idx: LedgerIndex) -> None:
+    """Values listed before a list or range of visits belong to those visits in turn."""
+    for m in _VALUE_LIST.finditer(text, s0, s1):
+        listed = [values.get(m.start(1) + n.start()) for n in _LIST_NUMBER.finditer(m.group(1))]
+        if any(c is None for c in listed):
+            continue
+        patient = listed[0].patient  # type: ignore[union-attr]
+        if m.group(2):
+            a, b = int(m.group(2)), int(m.group(3))
+            visits = [v for v in sorted(idx.visits.get(patient, ())) if a <= v <= b]
+        else:
+            visits = [int(x) for x in _LIST_NUMBER.findall(m.group(4))]
+        if len(visits) != len(listed):
+            continue  # a list that does not fit the visits is read as written (and judged)
+        for c, v in zip(listed, visits, strict=True):
+            c.visit, c.visit_list = v, []  # type: ignore[union-attr]
+
+
+def _first_visits(text: str, s0: int, s1: int, claims: Sequence[Claim], idx: LedgerIndex) -> None:
+    """A value at "each of the first N visits" holds at each of them; N names the N-th visit."""
+    by_start = {c.start: c for c in claims}
+    for m in _FIRST_N.finditer(text, s0, s1):
+        c, k = by_start.get(m.start(1)), by_start.get(m.start(3))
+        if c is None or k is None or c.role != "value":
+            continue
+        visits = sorted(idx.visits.get(c.patient, ()))
+        n = int(m.group(3))
+        if not 0 < n <= len(visits):
+            continue  # more visits than the patient has: the count is judged as written
+        chosen = visits[:n] if m.group(2).lower() == "first" else visits[-n:]
+        c.visit, c.visit_list = None, chosen
+        # N holds when the patient has N visits: it is read as the last visit it names
+        k.role, k.kind, k.visit, k.patient = "visit", None, chosen[-1], c.patient
+        k.value = float(chosen[-1])
 
 
 def _patients_after(text: str, s0: int, s1: int, values: dict[int, Claim]) -> None:
@@ -108,3 +188,19 @@ def _same_visits(text: str, s0: int, s1: int, values: dict[int, Claim]) -> None:
         before = [c.visit for p, c in sorted(values.items()) if p < m.start() and c.visit]
         if len(before) >= 2 and before[-2] < before[-1]:
             a.visit, b.visit = before[-2], before[-1]
+
+
+def _span_then_ends(text: str, s0: int, s1: int, values: dict[int, Claim]) -> None:
+    for m in _SPAN_THEN_ENDS.finditer(text, s0, s1):
+        a, b = values.get(m.start(3)), values.get(m.start(4))
+        if a is not None and b is not None and int(m.group(1)) < int(m.group(2)):
+            a.visit, b.visit = int(m.group(1)), int(m.group(2))
+
+
+def _carried_kinds(text: str, s0: int, s1: int, values: dict[int, Claim]) -> None:
+    for m in _TWO_AT_VISITS.finditer(text, s0, s1):
+        a, b = values.get(m.start(1)), values.get(m.start(2))
+        if a is None or b is None or a.kind not in _CARRIED_KINDS:
+            continue
+        if b.kind in ("score", "item", None) and b.domain in (None, a.domain):
+            b.kind, b.domain = a.kind, a.domain

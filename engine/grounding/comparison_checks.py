@@ -15,6 +15,7 @@ from engine.grounding import literal_scan
 from engine.grounding.cues import Cue
 from engine.grounding.facts_view import FactsView, fact_dict, num_text
 from engine.grounding.lexicon import comparative_words
+from engine.grounding.mcid_claims import mcid_claim_spans
 from engine.grounding.sentence_scope import (
     DOMAINS,
     SentenceCtx,
@@ -100,7 +101,10 @@ def check_comparisons(
     (failures go into `v`)."""
     comp, sup = comparative_words()
     n = 0
+    in_mcid = mcid_claim_spans(ctx)
     for m in literal_scan.finditer(COMPARATIVE_RE, ctx.text, ctx.low, ctx.s0, ctx.s1):
+        if any(a <= m.start() < b for a, b in in_mcid):
+            continue  # "larger than the MCID": an MCID claim (mcid_claims.py)
         if re.match(r"\s*[-+]?\d", ctx.text[m.end() : m.end() + 6]):
             continue  # "more than 2 points": a bound, judged with the number
         n += _check_comparative(ctx, view, m, comp[m.group(1).lower()], only_patient, v)

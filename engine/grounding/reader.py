@@ -34,7 +34,8 @@ AnchorKey = tuple[int, int | None, str | None]
 Anchor = tuple[AnchorKey, int, int]  # (key, visit, position)
 _ANCHORED_KINDS = ("score", "item", "delta", "cumulative", "pair", "change")
 _POSTFIX_GAP = re.compile(
-    r"\s*(?:points?\s*|pts\s*)?(?:\(|,)?\s*(?:at|in|on|during|for|by)?\s*(?:the\s+)?", re.I
+    r"\s*(?:points?\s*|pts\s*)?(?:again\s+)?(?:\(|,)?\s*(?:at|in|on|during|for|by)?\s*(?:the\s+)?",
+    re.I,
 )
 _DATE_LIST_GAP = re.compile(r"\s*(?:,|and|to|-|through|until)?\s*(?:and\s*)?")
 _NEGATED_BEFORE = re.compile(r"\bnot\b|\bno\b|\bneither\b")

@@ -197,11 +197,26 @@ _GROUP_BEFORE = re.compile(r"\b(?:both|all|each of the|the two)\s+patients\b", r
 _GROUP_AFTER = re.compile(r"\w*\s+(?:in|for)\s+(?:both|all|each of the|the two)\s+patients\b", re.I)
 
 
+#: "unchanged at 11 in patient 59 and fell from 9 to 8 in patient 10": in a sentence whose parts
+#: each name their patient after them, the patient right after the word, before any "and" or
+#: clause mark, is the one it describes
+_PATIENT_AFTER = re.compile(
+    r"\w*(?:(?!\band\b|\bwhile\b|\bbut\b)[^;,.:()])*?\b(?:in|for)\s+(?:patient|participant|subject)"
+    r"\s+#?(\d+)\b",
+    re.I,
+)
+
+_PATIENT_TAIL = re.compile(r"\b(?:in|for)\s+(?:patient|participant|subject)\s+#?\d+", re.I)
+
+
 def patients_for(ctx: SentenceCtx, pos: int, only_patient: int | None) -> list[int]:
-    """The patient(s) a word at `pos` is about: the nearest patient cue before it in the
-    paragraph; for "Both patients improved ...: patient 3 ... and patient 8 ..." (or "improved in
+    """The patient(s) a word at `pos` is about: in a sentence of parts that each name their
+    patient after them, the one its own part names ("fell from 9 to 8 in patient 10"); else the nearest patient cue before it in the paragraph; for "Both patients improved ...: patient 3 ... and patient 8 ..." (or "improved in
     both patients, ... in patient 3 and ... in patient 8") every patient the rest of the sentence
     names; else the plan's only patient (none when there is neither)."""
+    after = _PATIENT_AFTER.match(ctx.text, pos, min(ctx.s1, pos + 60))
+    if after and len(_PATIENT_TAIL.findall(ctx.text, ctx.s0, ctx.s1)) >= 2:
+        return [int(after.group(1))]
     ps = ctx.patients_at(pos, _para_start(ctx.text, ctx.s0))
     if ps:
         return ps

@@ -51,6 +51,7 @@ from engine.grounding.run_memo import cached
 from engine.grounding.sentence_scope import SentenceCtx
 from engine.grounding.sentence_verdict import SentenceVerdict, StatementReport
 from engine.grounding.sentences import split_sentences
+from engine.grounding.series_bounds import check_series_bounds
 from engine.grounding.word_checks import check_periods, check_words
 from engine.types import FactValue
 
@@ -149,6 +150,8 @@ def _paragraph_verdicts(
         claims = claims_in(s0, s1)
         asserted = 0
         period_spans = check_periods(ctx, view, only_patient, v)
+        bounds = check_series_bounds(ctx, view, only_patient, v)
+        period_spans = [*period_spans, *bounds.spans]
         for c in claims:
             if any(a <= c.start < b for a, b in period_spans):
                 continue
@@ -159,7 +162,7 @@ def _paragraph_verdicts(
             else:
                 v.reasons.append(f"'{c.text}' ({c.describe()}): {c.reason or c.status}")
                 v.categories.append("number" if c.role == "value" else c.role)
-        asserted += len(period_spans)
+        asserted += len(period_spans) - len(bounds.spans) + bounds.held
         # visit order (temporal fidelity) is a property of the text's layout, not a falsehood:
         # it stays in the guard's number record and the metrics, not in the sentence verdicts
         for h in content_hits(work[s0:s1], within=work):
@@ -257,6 +260,13 @@ def _negated_movement(sentence: str, v: SentenceVerdict) -> None:
     m = _NEGATED_MOVE.search(sentence)
     if m is None or not any(ch.isdigit() for ch in sentence):
         return
+    read = [
+        f
+        for f in v.facts
+        if f.get("assertion") == "direction" and _overlaps(f.get("word", ""), m.group())
+    ]
+    if read:
+        return  # the direction checks read the negated word ("did not change") and found it true
     denied = [f for f in v.facts if f.get("role") == "value" and f.get("values")]
     if denied:
         v.reasons.append(
@@ -332,3 +342,7 @@ def _masked_spans(text: str, cues: list[_Cue], phrases: Sequence[str]) -> list[t
 @lru_cache(maxsize=1024)
 def _phrase_re(phrase: str) -> re.Pattern[str]:
     return re.compile(re.escape(phrase), re.I)
+
+
+def _overlaps(word: str, said: str) -> bool:
+    return bool(word) and (word.lower() in said.lower() or said.lower() in word.lower())

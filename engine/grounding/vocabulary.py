@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Any
 
 from kb_store.profiles import PROFILE_DIR, load_profile
 
@@ -51,8 +52,11 @@ PATIENTS_RE = re.compile(
     re.I,
 )
 VISIT_WORD = r"(?:visit|session|assessment|v)"
+#: "visits 1 to 3 and 2 at visit 4": a number followed by its own visit is a value, not a visit
+_NOT_VALUE = r"(?!\d|\s+(?:again\s+)?(?:at|on)\s+(?:the\s+)?(?:visit|session|assessment|baseline))"
 VISITS_RE = re.compile(
-    rf"\b{VISIT_WORD}s\s*#?\s*(\d+)((?:\s*(?:-|to|through|and|,|&)\s*(?:{VISIT_WORD}\s*)?\d+)*)(?![\d.]\d)"
+    rf"\b{VISIT_WORD}s\s*#?\s*(\d+)((?:\s*(?:-|to|through|and|,|&)\s*(?:{VISIT_WORD}\s*)?\d+{_NOT_VALUE})*)"
+    r"(?![\d.]\d)"
     rf"|\b{VISIT_WORD}\s*#?\s*(\d+)((?:\s*(?:-|through)\s*\d+)?)(?![\d.]\d)",
     re.I,
 )
@@ -83,6 +87,11 @@ KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^\s*(?:patients|participants|subjects)\b", "count_patients"),
         (r"^\s*(?:of\s+\d+\s+)?items?\b", "count_items"),
         (r"summary index|\bSI\b", "pdq8_si"),
+        # "the 2.51-point MCID", "a 3.25 point minimal clinically important difference"
+        (
+            r"^\s*-?\s*(?:points?\s+|pts?\s+)?(?:mcid|minimal clinically important difference)",
+            "threshold",
+        ),
     )
 )
 KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -142,13 +151,22 @@ def _item_phrases(label: str, code: str, aliases: tuple[str, ...] | list[str]) -
     return out
 
 
+def _plural_nouns(item: Any) -> list[str]:
+    """The item's plural noun among its clinical terms when its label is one gerund ("Falling":
+    "falls"); the gerund's other forms ("fall", "fell") are verbs as often as nouns."""
+    head = item.label.strip().lower()
+    if " " in head or not head.endswith("ing"):
+        return []
+    return [t for t in item.terms if t.lower() == head[:-3] + "s"]
+
+
 @cache
 def _item_phrase_table() -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
     """(phrase, item codes, their domains) from every instrument profile, longest first."""
     phrases: dict[str, tuple[set[str], set[str]]] = {}
     for path in sorted(PROFILE_DIR.glob("*.json")):
         for it in load_profile(path.stem).items:
-            for phrase in _item_phrases(it.label, it.code, it.aliases):
+            for phrase in [*_item_phrases(it.label, it.code, it.aliases), *_plural_nouns(it)]:
                 phrase = phrase.strip().lower()
                 if len(phrase) < 4 or phrase in {"tremor score", "part"}:
                     continue

@@ -18,6 +18,7 @@ from engine.grounding.claim import Claim
 from engine.grounding.comparison_checks import check_comparisons
 from engine.grounding.direction_checks import check_directions
 from engine.grounding.facts_view import FactsView
+from engine.grounding.mcid_claims import check_mcid_claims
 from engine.grounding.presence_checks import check_presence, check_zero_caveats
 from engine.grounding.sentence_scope import SentenceCtx, patients_for
 from engine.grounding.sentence_verdict import SentenceVerdict
@@ -47,6 +48,7 @@ def check_words(
     n += check_comparisons(ctx, view, only_patient, v)
     n += check_zero_caveats(ctx, view, only_patient, v)
     n += check_series_claims(ctx, view, claims, only_patient, v)
+    n += check_mcid_claims(ctx, view, only_patient, v)
     return n
 
 

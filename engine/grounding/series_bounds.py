@@ -1,0 +1,128 @@
+"""Claims that bound every value of a series, checked against the ledger (the statement
+checker's word assertions; run before the numbers, since the bound is no value at one visit):
+
+- "never rated above 1", "was never higher than 2", "never below 10": every value of the subject's
+  series (an item or a domain score) within the clause's visit span (sentence_scope.visit_span:
+  the whole selected series when it names none) is at most (at least) the bound;
+- "rated 0 at every visit", "scored 2 at each assessment", "0 at all visits": every value is it;
+- "1 or less at every visit", "at least 2 at every visit": every value is within the bound.
+
+One value on the wrong side contradicts the sentence. The bound's number is the claim's, not a
+value of one visit: the claim reader's verdict on it is set aside (`spans`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from engine.clinical.concepts import same_concept
+from engine.grounding import literal_scan
+from engine.grounding.facts_view import FactsView, num_text
+from engine.grounding.sentence_scope import SentenceCtx, patients_for, subjects_of, visit_span
+from engine.grounding.sentence_verdict import SentenceVerdict, assertion_record
+
+_N = r"\d+(?:\.\d+)?"
+_ABOVE = r"above|over|higher\s+than|more\s+than|greater\s+than|beyond|exceeding"
+_BELOW = r"below|under|lower\s+than|less\s+than"
+#: "never rated above 1", "has never been scored higher than 2"
+_NEVER = re.compile(
+    r"\bnever\s+(?:once\s+)?(?:been\s+|was\s+|were\s+)?(?:rated\s+|scored\s+|recorded\s+)?"
+    rf"(?:(?P<above>{_ABOVE})|(?P<below>{_BELOW}))\s+(?P<n>{_N})(?!\.?\d)",
+    re.I,
+)
+#: "rated 0 at every visit", "2 or less at each assessment", "at least 1 at all visits"
+_EVERY = re.compile(
+    r"\b(?:rated|scored|recorded|was|were|remained|stayed|of)\s+(?:at\s+)?"
+    r"(?P<least>at\s+least\s+|at\s+most\s+)?"
+    rf"(?P<n>{_N})(?P<or>\s+or\s+(?:less|lower|below|fewer|more|higher|above))?\s+"
+    r"(?:at|on|in|across)\s+(?:every|each|all)\s+(?:of\s+the\s+)?(?:(?:two|three|four|five|\d)\s+)?"
+    r"(?:visits?|assessments?|sessions?)\b",
+    re.I,
+)
+
+
+@dataclass
+class BoundResult:
+    """The spans of the bounds' numbers (read by this module, not as values) and how many held."""
+
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    held: int = 0
+
+
+def _rule(m: re.Match[str]) -> tuple[str, float]:
+    """('max' | 'min' | 'eq', the bound) of one claim."""
+    n = float(m.group("n"))
+    if "above" in m.groupdict() and m.group("above"):
+        return "max", n
+    if "below" in m.groupdict() and m.group("below"):
+        return "min", n
+    least = (m.groupdict().get("least") or "").lower()
+    tail = (m.groupdict().get("or") or "").lower()
+    if "least" in least or re.search(r"more|higher|above", tail):
+        return "min", n
+    if "most" in least or tail:
+        return "max", n
+    return "eq", n
+
+
+_OK = {
+    "max": lambda x, n: x <= n,
+    "min": lambda x, n: x >= n,
+    "eq": lambda x, n: x == n,
+}
+_SAYS = {"max": "at most", "min": "at least", "eq": "exactly"}
+
+
+def check_series_bounds(
+    ctx: SentenceCtx, view: FactsView, only_patient: int | None, v: SentenceVerdict
+) -> BoundResult:
+    """The bound claims of the sentence (failures go into `v`)."""
+    out = BoundResult()
+    for pat in (_NEVER, _EVERY):
+        for m in literal_scan.finditer(pat, ctx.text, ctx.low, ctx.s0, ctx.s1):
+            out.spans.append(m.span("n"))
+            out.held += _check_one(ctx, view, m, only_patient, v)
+    return out
+
+
+def _check_one(
+    ctx: SentenceCtx,
+    view: FactsView,
+    m: re.Match[str],
+    only_patient: int | None,
+    v: SentenceVerdict,
+) -> int:
+    ca, cb = ctx.clause(m.start())
+    subjects = subjects_of(ctx, ca, cb, m.start())
+    patients = patients_for(ctx, m.start(), only_patient)
+    said = m.group(0)
+    if not subjects or not patients:
+        v.fail("series", f"'{said}': cannot tell which patient and series it describes")
+        return 0
+    rule, bound = _rule(m)
+    dom, items, phrase = subjects[0]
+    if items is not None:  # another instrument's name for an item the facts hold (reader.py)
+        items = frozenset(items) | same_concept(phrase)
+    n = 0
+    for p in patients:
+        failed = ""
+        # a phrase that names several items ("tremor"): the claim holds when one item's does
+        for code_set in [frozenset({k}) for k in sorted(items)] if items else [None]:
+            series, what = view.series(p, dom, code_set)
+            if not series:
+                continue
+            span = visit_span(ctx, ca, cb, series)
+            lo, hi = span if span else (min(series), max(series))
+            vals = [series[x] for x in sorted(series) if lo <= x <= hi]
+            bad = [f for f in vals if not _OK[rule](float(f.value), bound)]
+            if not bad:
+                v.facts.append(assertion_record("series", said, p, series, (lo, hi), vals))
+                n += 1
+                break
+            failed = failed or (
+                f"'{said}' ({what}, patient {p}): needs {_SAYS[rule]} {num_text(bound)} at "
+                f"every visit; the facts say {num_text(bad[0].value)} at visit {bad[0].visit}"
+            )
+        else:
+            v.fail("series", failed or f"'{said}' (patient {p}): the facts hold no such series")
+    return n
