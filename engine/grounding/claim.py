@@ -49,6 +49,8 @@ class Claim:
     status: str = ""  # correct | wrong | lenient_supported | lenient_unsupported
     reason: str = ""
     expected: list[str] = field(default_factory=list)
+    #: the instrument a count of assessments names ("6 PDQ-8 questionnaires": "pdq8")
+    instrument: str | None = None
     paragraph: int = 0
     sentence: int = 0
     #: the ledger values this claim was found to state (empty when unsupported or lenient)

@@ -219,6 +219,9 @@ def _compare_sides(
 
 # ---------------------------------------------------------------- superlatives
 
+#: "their highest motor score", "its own lowest value": each patient ranked within their own series
+_OWN_BEFORE = re.compile(r"\b(?:their|his|her|its)\s+(?:own\s+)?$", re.I)
+
 
 def _ranks_a_value(ctx: SentenceCtx, m: re.Match[str], after: str) -> bool:
     """Whether the superlative `m` ranks a score or a change: a visit, a score noun or a domain
@@ -231,6 +234,10 @@ def _ranks_a_value(ctx: SentenceCtx, m: re.Match[str], after: str) -> bool:
         return True
     if SCORE_NOUN.match(after):
         return True
+    if re.match(r"\s+(?:value|level|reading)\b", after, re.I) and _OWN_BEFORE.search(
+        ctx.text, max(ctx.s0, m.start() - 16), m.start()
+    ):
+        return True  # "the Summary Index reached its highest value"
     return any(c.kind in ("domain", "item") and m.end() <= c.start < m.end() + 40 for c in ctx.cues)
 
 
@@ -268,6 +275,9 @@ def _check_superlative(
         return 0
     dom, items, phrase = subjects[0]
     is_change = bool(CHANGE_NOUN.search(after[:30]))
+    if _OWN_BEFORE.search(ctx.text, max(ctx.s0, m.start() - 16), m.start()):
+        own = patients_for(ctx, m.start(), only_patient)
+        return _check_own_best(ctx, view, m, own, subjects[0], (after, is_change, sign), v)
     cues, _ = visits_in(ctx, ca, cb)
     multi = len({pp for pp in view.patients if view.series(pp, dom, items)[0]}) > 1
     p = patients[0]
@@ -295,6 +305,38 @@ def _check_superlative(
         return 1
     v.fail("comparison", f"'{m.group(0)}' ({phrase}): the facts give {desc}")
     return 0
+
+
+def _check_own_best(
+    ctx: SentenceCtx,
+    view: FactsView,
+    m: re.Match[str],
+    patients: list[int],
+    subject: tuple[str | None, frozenset[str] | None, str],
+    how: tuple[str, bool, int],
+    v: SentenceVerdict,
+) -> int:
+    """ "Both patients had their highest motor score at visit 3", "the Summary Index reached its
+    highest value": each patient's value at the visit the clause (else the sentence) names is the
+    top (bottom) of that patient's own series; 1 when it holds for every one."""
+    dom, items, phrase = subject
+    after, is_change, sign = how
+    cues, _ = visits_in(ctx, *ctx.clause(m.start()))
+    if not cues:
+        cues, _ = visits_in(ctx, ctx.s0, ctx.s1)
+    if not patients:
+        v.fail("comparison", f"'{m.group(0)}' ({phrase}): cannot tell whose series it ranks")
+        return 0
+    for p in patients:
+        series, _ = view.series(p, dom, items)
+        if not series:
+            v.fail("comparison", f"'{m.group(0)}' ({phrase}): patient {p} has no such series")
+            return 0
+        ok, desc = _rank_within(view, p, (dom, items), series, cues, after, is_change, sign)
+        if not ok:
+            v.fail("comparison", f"'{m.group(0)}' ({phrase}, patient {p}): the facts give {desc}")
+            return 0
+    return 1
 
 
 def _rank_patients(

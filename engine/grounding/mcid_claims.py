@@ -31,10 +31,11 @@ MCID_CLAIM = re.compile(
     r"(?:(?P<above>exceed\w*|beyond|above|surpass\w*|reach\w*|met|meet\w*|pass\w*|cross\w*|over|"
     r"(?:larger|greater|bigger|more)\s+than)|(?P<below>short\s+of|(?:smaller|less)\s+than))\s+"
     r"(?:the|its|a|their)\s+(?:reference\s+|own\s+|published\s+)?"
-    rf"(?:{_N}\s*-?\s*points?\s+)?"
+    rf"(?:(?P<v0>{_N})\s*-?\s*points?\s+)?"
     r"(?:MCID|minimal\s+clinically\s+important\s+difference)\b"
-    rf"(?:\s+of\s+{_N}(?:\s+points?)?)?"
-    r"(?:\s+for\s+(?:(?P<better>improvement)|(?P<worse>worsening|deterioration)))?",
+    rf"(?:\s+of\s+(?P<v1>{_N})(?:\s+points?)?)?"
+    r"(?:\s+for\s+(?:(?P<better>improvement)|(?P<worse>worsening|deterioration)))?"
+    rf"(?:\s+of\s+(?P<v2>{_N})(?:\s+points?)?)?",
     re.I,
 )
 #: "each change passed its MCID", "neither change reaches the MCID", "no part reached its own
@@ -76,6 +77,18 @@ def _wanted(ctx: SentenceCtx, m: re.Match[str]) -> tuple[str, ...]:
     return (max(words)[1],) if words else ("improved", "worsened")
 
 
+def _stated_mcid(view: FactsView, dom: str, m: re.Match[str]) -> str:
+    """Why the MCID value the claim states is not its named direction's ("the MCID for
+    improvement of 4.63 points" of a scale whose improvement MCID is 3.25); "" when it is, or
+    when the claim names no direction or no value (the claim reader checks a bare value)."""
+    said = m.group("v0") or m.group("v1") or m.group("v2")
+    side = "improvement" if m.group("better") else "worsening" if m.group("worse") else None
+    ref = view.mcid.get(dom, {}).get(side or "")
+    if said is None or ref is None or abs(float(said)) == abs(ref):
+        return ""
+    return f"the MCID for {side} is {num_text(abs(ref))}, not {said}"
+
+
 def _check_one(
     ctx: SentenceCtx,
     view: FactsView,
@@ -102,6 +115,10 @@ def _check_one(
             return 0
         if view.mcid_of(dom) is None:
             v.fail("direction", f"'{said}' ({what}, patient {p}): the facts hold no MCID for it")
+            return 0
+        stated = _stated_mcid(view, dom, m)
+        if stated:
+            v.fail("direction", f"'{said}' ({what}): {stated}")
             return 0
         fa, fb = series[span[0]], series[span[1]]
         label = view.label(dom, float(fb.value) - float(fa.value))

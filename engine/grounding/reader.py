@@ -21,6 +21,7 @@ from engine.grounding.cues import Cue, clause_patient, find_cues, kind_for, next
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import NumberToken, extract_numbers
 from engine.grounding.vocabulary import (
+    COUNT_INSTRUMENT_RE,
     DIRECTION_RE,
     NEGATIVE_DIR,
     POSITIVE_DIR,
@@ -300,6 +301,9 @@ class _SentenceReader:
             paragraph=self.pi,
             sentence=self.si,
         )
+        if kind == "count_visits":
+            named = COUNT_INSTRUMENT_RE.match(after)
+            cl.instrument = ("pdq8" if named.group(1) else "updrs") if named else None
         if self._is_range_end(tok):
             cl.visit = None  # "from X to Y": the two ends are not at the running visit
         self._bind_postfix_visit(cl, tok, next_start)

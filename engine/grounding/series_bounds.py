@@ -34,11 +34,17 @@ _NEVER = re.compile(
 _EVERY = re.compile(
     r"\b(?:rated|scored|recorded|was|were|remained|stayed|of)\s+(?:at\s+)?"
     r"(?P<least>at\s+least\s+|at\s+most\s+)?"
-    rf"(?P<n>{_N})(?P<or>\s+or\s+(?:less|lower|below|fewer|more|higher|above))?\s+"
-    r"(?:at|on|in|across)\s+(?:every|each|all)\s+(?:of\s+the\s+)?(?:(?:two|three|four|five|\d)\s+)?"
-    r"(?:visits?|assessments?|sessions?)\b",
+    rf"(?P<n>{_N})(?!\.?\d)(?P<or>\s+or\s+(?:less|lower|below|fewer|more|higher|above))?"
+    # "scored 0 on the PDQ-8 at every assessment": the instrument between value and quantifier
+    r"(?:\s+on\s+(?:the\s+)?(?:MDS-)?(?:UPDRS|PDQ-?8)\b)?\s+"
+    r"(?:(?:at|on|in|across)\s+(?:every|each|all)\s+(?:of\s+the\s+)?"
+    r"(?P<after>(?:subsequent|following|later|remaining|other)\s+)?(?:\d+\s+)?"
+    r"(?:(?:MDS-)?UPDRS\s+|PDQ-?8\s+)?(?:visits?|assessments?|sessions?|questionnaires?)\b"
+    r"|throughout\b)",
     re.I,
 )
+#: "at every subsequent assessment through visit 11": the last visit of the span
+_THROUGH = re.compile(r"\s*(?:up\s+)?(?:through|until|to)\s+(?:visit|assessment)\s+(\d+)", re.I)
 
 
 @dataclass
@@ -85,6 +91,23 @@ def check_series_bounds(
     return out
 
 
+def _span(ctx: SentenceCtx, ca: int, cb: int, m: re.Match[str], series: dict) -> tuple[int, int]:
+    """The visits a bound covers: the clause's span; "at every subsequent assessment" the
+    visits after the last one the sentence names before it ("absent at visit 1 but scored 1
+    at every subsequent assessment"), through the one it names after it, else the latest."""
+    if m.groupdict().get("after"):
+        before = [
+            c.value
+            for c in ctx.cues
+            if c.kind == "visit" and isinstance(c.value, int) and c.start < m.start()
+        ]
+        through = _THROUGH.match(ctx.text, m.end(), ctx.s1)
+        if before:
+            return before[-1] + 1, int(through.group(1)) if through else max(series)
+    span = visit_span(ctx, ca, cb, series)
+    return span if span else (min(series), max(series))
+
+
 def _check_one(
     ctx: SentenceCtx,
     view: FactsView,
@@ -111,8 +134,7 @@ def _check_one(
             series, what = view.series(p, dom, code_set)
             if not series:
                 continue
-            span = visit_span(ctx, ca, cb, series)
-            lo, hi = span if span else (min(series), max(series))
+            lo, hi = _span(ctx, ca, cb, m, series)
             vals = [series[x] for x in sorted(series) if lo <= x <= hi]
             bad = [f for f in vals if not _OK[rule](float(f.value), bound)]
             if not bad:

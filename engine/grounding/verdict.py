@@ -267,6 +267,9 @@ def _statistic(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
 
 def _count_visits(cl: Claim, idx: LedgerIndex) -> list[FactValue]:
     p = cl.patient
+    if cl.instrument:  # "6 PDQ-8 questionnaires": that instrument's count, no other
+        label = f"{cl.instrument} assessments"
+        return [f for f in idx.find(["count"], patient=p) if f.label == label]
     pats = [p] if p is not None else sorted(idx.patients)
     ns = sorted({len(idx.visits.get(q, set())) for q in pats} - {0})
     extra = [FactValue("count", float(n), patient=p, label="number of visits") for n in ns]
@@ -305,11 +308,12 @@ _FINDERS: dict[str, Finder] = {
     "since": _since,
     "slope": lambda cl, idx: idx.find(["slope"], patient=cl.patient, domain=_dom(cl)),
     "slope_year": lambda cl, idx: idx.find(["slope_year"], patient=cl.patient, domain=_dom(cl)),
+    # "its highest Summary Index of 37.5": the PDQ-8's index is a value of its domain too
     "max": lambda cl, idx: idx.find(
-        ["max", "score"], patient=cl.patient, domain=_dom(cl), visit=cl.visit
+        ["max", "score", "pdq8_si"], patient=cl.patient, domain=_dom(cl), visit=cl.visit
     ),
     "min": lambda cl, idx: idx.find(
-        ["min", "score"], patient=cl.patient, domain=_dom(cl), visit=cl.visit
+        ["min", "score", "pdq8_si"], patient=cl.patient, domain=_dom(cl), visit=cl.visit
     ),
     "mean": _statistic,
     "rank": _statistic,

@@ -19,6 +19,8 @@ ROUNDED_KINDS = ("slope", "slope_year", "mean", "pdq8_si", "threshold")
 DOMAIN_CUES: tuple[tuple[str, str], ...] = (
     # the PDQ-8's own total (its 0-32 score) before the UPDRS "total" below can take the word
     (r"(?:pdq[- ]?8|pdq8)[- ]+(?:total|sum)(?:[- ]score)?", "qol"),
+    # MDS-UPDRS Part I's own name before Part II's ("motor experiences of daily living")
+    (r"non[- ]?motor experiences of daily living", "nonmotor"),
     (r"motor experiences of daily living", "adl"),
     (r"activities of daily living|daily living|\badls?\b|part\s+(?:ii|2)\b|updrs[- ]?ii\b", "adl"),
     (r"non[- ]?motor|part\s+(?:i|1)\b|updrs[- ]?i\b", "nonmotor"),
@@ -81,7 +83,7 @@ KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"per\s+visit|/\s*visit|(?:points?|pts)\s+(?:each|a)\s+visit\b|\bslope\b", "slope"),
         (
             r"^\s*(?:(?:MDS-)?UPDRS\s+|PDQ-?8\s+|clinic\s+|study\s+|follow-up\s+)?"
-            r"(?:visits|sessions|assessments)\b",
+            r"(?:visits|sessions|assessments|questionnaires)\b",
             "count_visits",
         ),
         (r"^\s*(?:patients|participants|subjects)\b", "count_patients"),
@@ -99,7 +101,8 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for p, k in (
         (r"\bslope\b[^.;]{0,40}$", "slope"),
         (
-            r"\b(?:mcid|minimal clinically important difference|cut-?off|threshold)s?\s*(?:of|is|=|:|at)?\s*"
+            r"\b(?:mcid|minimal clinically important difference|cut-?off|threshold)s?"
+            r"(?:\s+for\s+(?:improvement|worsening|deterioration))?\s*(?:of|is|=|:|at)?\s*"
             r"(?:about\s+)?$",
             "threshold",
         ),
@@ -122,6 +125,9 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
     )
 )
+#: "6 PDQ-8 questionnaires", "9 MDS-UPDRS assessments": a count of one instrument's assessments
+#: (the ledger's count labelled "<instrument> assessments", engine.clinical.course)
+COUNT_INSTRUMENT_RE = re.compile(r"^\s*(?:(pdq)-?8|(?:mds-)?(updrs))\s", re.I)
 DIRECTION_RE = re.compile(
     r"\b(improv\w*|better|decreas\w*|reduc\w*|fell|dropped|lower(?:ed)?|declin\w*|"
     r"worsen\w*|worse|deteriorat\w*|increas\w*|rose|risen|higher|progressed)\b",

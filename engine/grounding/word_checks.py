@@ -16,6 +16,7 @@ import re
 from engine.grounding import literal_scan
 from engine.grounding.claim import Claim
 from engine.grounding.comparison_checks import check_comparisons
+from engine.grounding.dated_claims import check_dated_claims
 from engine.grounding.direction_checks import check_directions
 from engine.grounding.facts_view import FactsView
 from engine.grounding.mcid_claims import check_mcid_claims
@@ -49,6 +50,7 @@ def check_words(
     n += check_zero_caveats(ctx, view, only_patient, v)
     n += check_series_claims(ctx, view, claims, only_patient, v)
     n += check_mcid_claims(ctx, view, only_patient, v)
+    n += check_dated_claims(ctx, view, claims, only_patient, v)
     return n
 
 
