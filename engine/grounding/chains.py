@@ -15,8 +15,9 @@ or patient from words after them, which the left-to-right scope of reader.py can
   at each of the patient's first N visits; N is read as the last of them (a visit claim).
 - The two ends of a change in parentheses right after its visit span: "from visit 3 to visit 4
   (5 to 11)": 5 at visit 3, 11 at visit 4.
-- The second value of "the Summary Index was 25.0 at visit 2 and 18.75 at visit 4" is of the
-  first's kind (a summary index, a mean, a slope) when nothing names another.
+- The second value of "the Summary Index was 25.0 at visit 2 and 18.75 at visit 4" (or "rose
+  from 25.0 at visit 1 to 37.5 at visit 3") is of the first's kind (a summary index, a mean, a
+  slope) when nothing names another.
 - "over the same visits" (or "period", "interval", "assessments"): the ends of "from 12 to 1"
   take the visits of the previous change of the sentence ("fell from 18 at visit 1 to 14 at
   visit 3, and ... fell from 12 to 1 over the same visits": 12 at visit 1, 1 at visit 3).
@@ -87,7 +88,7 @@ _SPAN_THEN_ENDS = re.compile(
 
 #: "25.0 at visit 2 and 18.75 at visit 4": two values, each at its visit, joined by "and"
 _TWO_AT_VISITS = re.compile(
-    rf"(?<![\d.])({_N})\s+(?:at|on)\s+(?:the\s+)?visit\s+\d+\s*,?\s+and\s+({_N})\s+(?:at|on)\s+"
+    rf"(?<![\d.])({_N})\s+(?:at|on)\s+(?:the\s+)?visit\s+\d+\s*(?:,?\s+and|\s+to)\s+({_N})\s+(?:at|on)\s+"
     r"(?:the\s+)?visit\s+\d+\b",
     re.I,
 )

@@ -216,7 +216,28 @@ def _domain_and_item_cues(text: str, taken: _Taken) -> list[Cue]:
         for m in literal_scan.finditer(pat, text, low):
             if taken.mark(m.start(), m.end()):
                 cues.append(Cue(m.start(), m.end(), "domain", dom))
-    return cues
+    return _pdq_totals(text, cues)
+
+
+#: what may stand between "the PDQ-8 items" and the bare "total" that sums them: no sentence end,
+#: no other scale or part
+_NOT_PDQ_GAP = re.compile(r"[.!?]\s|\bupdrs\b|\bparts?\b|\bmotor\b", re.I)
+
+
+def _pdq_totals(text: str, cues: list[Cue]) -> list[Cue]:
+    """A bare "total" after a PDQ-8 cue of its sentence, with no other domain between ("endorsed
+    none of the eight PDQ-8 items, giving a total of 0"), is the PDQ-8's total, not the UPDRS
+    total."""
+    doms = sorted((c for c in cues if c.kind == "domain"), key=lambda c: c.start)
+    swap: dict[int, Cue] = {}
+    for prev, c in zip(doms, doms[1:], strict=False):
+        if c.value != "total" or text[c.start : c.end].lower() != "total" or prev.value != "qol":
+            continue
+        if "pdq" in text[prev.start : prev.end].lower() and not _NOT_PDQ_GAP.search(
+            text, prev.end, c.start
+        ):
+            swap[c.start] = Cue(c.start, c.end, "domain", "qol")
+    return [swap.get(c.start, c) if c.kind == "domain" else c for c in cues]
 
 
 @cache

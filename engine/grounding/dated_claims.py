@@ -7,6 +7,10 @@ dates (the statement checker's word assertions):
   the first of those assessments and the second the month of the last (the instrument's own
   visits when the count names one, "6 PDQ-8 questionnaires"; the patient's visits otherwise;
   the product numbers visits across both instruments, so an instrument's visits may have gaps);
+  so too "the MDS-UPDRS assessments span November 2019 to May 2021" (no count);
+- the month of one end of a series: "the last MDS-UPDRS assessment, in March 2021", "in January
+  2020, the first PDQ-8 questionnaire": the month of that instrument's (else the patient's)
+  first or last assessment;
 - the first time a series reached a value: "the motor score first reached 4 in January 2021"
   ("at visit 6"): the first visit of the subject's series at or above the value (at or below
   it for "first fell to") holds that value, and is the visit or in the month the sentence
@@ -34,6 +38,25 @@ _RANGE_MID = re.compile(r"\s*(?:to|and|through|until|-|\u2013)\s*$", re.I)
 _VISITS = re.compile(r"\s*(?:clinic\s+|study\s+|follow-up\s+)?visits\b", re.I)
 _FOLLOWED = re.compile(r"\bfollowed(?:\s+up)?\b", re.I)
 _N = r"\d+(?:\.\d+)?"
+_INSTRUMENT = r"(?:(?P<pdq>PDQ-?8)|(?P<updrs>(?:MDS-)?UPDRS))"
+_NOUN = r"(?:assessments?|visits?|(?P<q>questionnaires?)|examinations?|evaluations?)"
+#: "the MDS-UPDRS assessments span", "her visits ran from": a date range right after
+_SPAN_VERB = re.compile(
+    rf"\b(?:{_INSTRUMENT}[\s-]+)?{_NOUN}\s+(?:span(?:s|ned)?|ran|run|range[sd]?|cover(?:s|ed)?|"
+    r"extend(?:s|ed)?|stretch(?:es|ed)?)(?:\s+(?:from|between))?\s+$",
+    re.I,
+)
+_END = r"(?:(?P<first>first|initial|earliest|baseline)|last|latest|final|most\s+recent)"
+#: "the last MDS-UPDRS assessment, in March 2021", "the first visit (November 2019)"
+_END_BEFORE = re.compile(
+    rf"\b{_END}\s+(?:{_INSTRUMENT}\s+)?{_NOUN}\b\s*[,(]?\s*"
+    r"(?:(?:was|took\s+place|happened)\s+)?(?:(?:in|on|dated|of|from)\s+)?$",
+    re.I,
+)
+#: "In March 2021, the last MDS-UPDRS assessment"
+_END_AFTER = re.compile(
+    rf"[\s,]*(?:at\s+|in\s+)?the\s+{_END}\s+(?:{_INSTRUMENT}\s+)?{_NOUN}\b", re.I
+)
 #: "first reached 4", "first rose to 12", "first fell to 3", "first scored 2"
 _FIRST = re.compile(
     r"\bfirst\s+(?:(?P<up>reached|hit|rose\s+to|climbed\s+to|increased\s+to|scored|"
@@ -56,7 +79,13 @@ def check_dated_claims(
     dates = [c for c in claims if c.role == "date" and c.date]
     n = 0
     for a, d1, d2 in _count_ranges(ctx, claims, dates):
-        n += _check_range(ctx, view, a, d1, d2, only_patient, v)
+        n += _check_range(ctx, view, (a, _count_instrument(ctx, a, d1)), d1, d2, only_patient, v)
+    for d1, d2 in zip(dates, dates[1:], strict=False):
+        m = _SPAN_VERB.search(ctx.text, ctx.s0, d1.start)
+        if m is not None and _RANGE_MID.fullmatch(ctx.text[d1.end : d2.start]):
+            n += _check_range(ctx, view, (None, _named(m)), d1, d2, only_patient, v)
+    for d in dates:
+        n += _check_end_date(ctx, view, d, only_patient, v)
     for m in literal_scan.finditer(_FIRST, ctx.text, ctx.low, ctx.s0, ctx.s1):
         n += _check_first(ctx, view, m, dates, only_patient, v)
     return n
@@ -106,10 +135,29 @@ def _assessment_dates(view: FactsView, p: int, instrument: str | None) -> dict[i
     return {x: every[x] for x in visits if x in every}
 
 
+def _named(m: re.Match[str]) -> str | None:
+    """The instrument a phrase names ("PDQ-8", "MDS-UPDRS", "questionnaire"), None for none."""
+    if m.group("pdq") or m.group("q"):
+        return "pdq8"
+    return "updrs" if m.group("updrs") else None
+
+
+def _count_instrument(ctx: SentenceCtx, count: Claim | None, d1: Claim) -> str | None:
+    """The instrument of a count's assessments: the one it names, else the subject's ("scored 0
+    on the PDQ-8 at all 7 questionnaires"; "N visits" are the patient's visits, whatever the
+    subject); None for the patient's visits."""
+    if count is None or count.instrument is not None:
+        return count.instrument if count is not None else None
+    before = [c for c in ctx.subject_cues if c.start < d1.start]
+    if before and not _VISITS.match(ctx.text, count.end):
+        return _instrument_of(before[0])
+    return None
+
+
 def _check_range(
     ctx: SentenceCtx,
     view: FactsView,
-    count: Claim | None,
+    counted: tuple[Claim | None, str | None],
     d1: Claim,
     d2: Claim,
     only_patient: int | None,
@@ -120,17 +168,7 @@ def _check_range(
     if not patients:
         v.fail("date", f"'{said}': cannot tell whose assessments it spans")
         return 0
-    instrument = count.instrument if count is not None else None
-    before = [c for c in ctx.subject_cues if c.start < d1.start]
-    if (
-        instrument is None
-        and count is not None
-        and before
-        and not _VISITS.match(ctx.text, count.end)
-    ):
-        # "scored 0 on the PDQ-8 at all 7 questionnaires": the assessments of the subject's
-        # instrument ("N visits" are the patient's visits, whatever the subject)
-        instrument = _instrument_of(before[0])
+    instrument = counted[1]
     what = f"{instrument} assessments" if instrument else "visits"
     for p in patients:
         dated = _assessment_dates(view, p, instrument)
@@ -146,6 +184,42 @@ def _check_range(
             )
             return 0
     v.facts.append({"assertion": "date_span", "word": said, "patients": patients})
+    return 1
+
+
+def _check_end_date(
+    ctx: SentenceCtx, view: FactsView, d: Claim, only_patient: int | None, v: SentenceVerdict
+) -> int:
+    """A date the sentence gives as the month of the first or last assessment of an instrument
+    (of the patient's visits when it names none): 1 when it is, 0 otherwise or when none."""
+    if not d.supported:
+        return 0  # a date that is no visit date of the patient has failed already
+    m = _END_BEFORE.search(ctx.text[max(ctx.s0, d.start - 80) : d.start])
+    if m is None:
+        m = _END_AFTER.match(ctx.text, d.end, ctx.s1)
+    if m is None:
+        return 0
+    said, first = m.group(0).strip(" ,("), bool(m.group("first"))
+    patients = patients_for(ctx, d.start, only_patient)
+    if not patients:
+        v.fail("date", f"'{said} {d.text}': cannot tell whose assessment it dates")
+        return 0
+    instrument = _named(m)
+    what = f"{instrument} assessments" if instrument else "visits"
+    for p in patients:
+        dated = _assessment_dates(view, p, instrument)
+        if not dated:
+            v.fail("date", f"'{said} {d.text}' (patient {p}): the facts hold no dated {what}")
+            return 0
+        x = min(dated) if first else max(dated)
+        if not dated[x].startswith(d.date or ""):
+            v.fail(
+                "date",
+                f"'{said} {d.text}' (patient {p}): the {'first' if first else 'last'} of the "
+                f"{what} is visit {x} ({dated[x]})",
+            )
+            return 0
+    v.facts.append({"assertion": "date_end", "word": f"{said} {d.text}", "patients": patients})
     return 1
 
 

@@ -32,6 +32,7 @@ MCID_CLAIM = re.compile(
     r"(?:larger|greater|bigger|more)\s+than)|(?P<below>short\s+of|(?:smaller|less)\s+than))\s+"
     r"(?:the|its|a|their)\s+(?:reference\s+|own\s+|published\s+)?"
     rf"(?:(?P<v0>{_N})\s*-?\s*points?\s+)?"
+    r"(?:(?P<better0>improvement)\s+|(?P<worse0>worsening|deterioration)\s+)?"
     r"(?:MCID|minimal\s+clinically\s+important\s+difference)\b"
     rf"(?:\s+of\s+(?P<v1>{_N})(?:\s+points?)?)?"
     r"(?:\s+for\s+(?:(?P<better>improvement)|(?P<worse>worsening|deterioration)))?"
@@ -67,9 +68,9 @@ def mcid_claim_spans(ctx: SentenceCtx) -> list[tuple[int, int]]:
 
 def _wanted(ctx: SentenceCtx, m: re.Match[str]) -> tuple[str, ...]:
     """The labels of the direction the claim names (classify's labels)."""
-    if m.group("better"):
+    if m.group("better") or m.group("better0"):
         return ("improved",)
-    if m.group("worse"):
+    if m.group("worse") or m.group("worse0"):
         return ("worsened",)
     before = ctx.text[ctx.s0 : m.start()]
     words = [(w.start(), "improved") for w in _BETTER.finditer(before)]
@@ -82,7 +83,10 @@ def _stated_mcid(view: FactsView, dom: str, m: re.Match[str]) -> str:
     improvement of 4.63 points" of a scale whose improvement MCID is 3.25); "" when it is, or
     when the claim names no direction or no value (the claim reader checks a bare value)."""
     said = m.group("v0") or m.group("v1") or m.group("v2")
-    side = "improvement" if m.group("better") else "worsening" if m.group("worse") else None
+    better = m.group("better") or m.group("better0")
+    side = (
+        "improvement" if better else "worsening" if m.group("worse") or m.group("worse0") else None
+    )
     ref = view.mcid.get(dom, {}).get(side or "")
     if said is None or ref is None or abs(float(said)) == abs(ref):
         return ""

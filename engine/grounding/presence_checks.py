@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from engine.clinical.concepts import same_concept
 from engine.grounding import literal_scan
 from engine.grounding.claim import Claim
 from engine.grounding.facts_view import FactsView, num_text
@@ -24,8 +25,11 @@ def check_presence(
     v: SentenceVerdict,
 ) -> int:
     """Each symptom the sentence says is present or absent ("no hallucinations", "reports
-    falls"), against its item at the clause's visit (else the latest): absent = rated 0. Returns
-    how many held (failures go into `v`)."""
+    falls"), against its item at the clause's visit (else the latest; every visit of the item
+    under "at any assessment", "throughout"): absent = rated 0. An item the phrase names in
+    another instrument's words is the facts' item of the same concept (engine.clinical.concepts);
+    a symptom the facts hold no rating of at that visit is unverifiable, never supported.
+    Returns how many held (failures go into `v`)."""
     pats = presence_patterns()
     n = 0
     for c in ctx.cues:
@@ -48,25 +52,113 @@ def check_presence(
         if not codes:
             v.fail("presence", f"'{phrase}': no item of the instruments records it")
             continue
+        every = _EVERY_VISIT.search(ctx.text, c.end, cb) is not None
         for p in patients_for(ctx, c.start, only_patient):
-            series, what = view.series(p, None, codes)
-            if not series:
-                continue
-            at = at_visit(ctx, ca, cb, series)
-            f = series.get(at) if at is not None else None
-            if f is None:
-                continue
-            ok = (float(f.value) == 0) if absent else (float(f.value) > 0)
-            if ok:
-                n += 1
-                v.facts.append(assertion_record("presence", phrase, p, series, (at, at), [f]))
-            else:
-                v.fail(
-                    "presence",
-                    f"'{phrase}' {'absent' if absent else 'present'} (patient {p}, visit {at}): "
-                    f"{what} is rated {num_text(f.value)}",
-                )
+            n += _check_one_presence(ctx, view, p, (codes, phrase), (ca, cb), absent, every, v)
+    for m in literal_scan.finditer(_NONE_OF_ITEMS, ctx.text, ctx.low, ctx.s0, ctx.s1):
+        n += _check_no_items(ctx, view, m, only_patient, v)
     return n
+
+
+#: "endorsed none of the eight PDQ-8 items": every item of the questionnaire rated 0 (its total 0)
+_NONE_OF_ITEMS = re.compile(
+    r"\b(?:endorsed|reported|scored\s+on|rated|marked|answered)\s+none\s+of\s+(?:the\s+|its\s+|"
+    r"their\s+|his\s+|her\s+)?(?:\d+\s+)?(?:(?P<pdq>PDQ-?8)\s+)?(?:items|questions)\b",
+    re.I,
+)
+
+
+def _check_no_items(
+    ctx: SentenceCtx,
+    view: FactsView,
+    m: re.Match[str],
+    only_patient: int | None,
+    v: SentenceVerdict,
+) -> int:
+    """1 when the PDQ-8 total is 0 at the clause's visit (else the latest) for each patient; the
+    items of another instrument or part are not read (unverifiable)."""
+    said = m.group(0)
+    patients = patients_for(ctx, m.start(), only_patient)
+    if not m.group("pdq") or not patients:
+        v.fail("presence", f"'{said}': cannot tell whose items of which questionnaire it means")
+        return 0
+    ca, cb = ctx.clause(m.start())
+    for p in patients:
+        series = view.scores.get((p, "qol"), {})
+        at = at_visit(ctx, ca, cb, series)
+        f = series.get(at) if at is not None else None
+        if f is None or float(f.value) != 0:
+            got = "no PDQ-8 total" if f is None else f"a PDQ-8 total of {num_text(f.value)}"
+            v.fail("presence", f"'{said}' (patient {p}, visit {at}): {got}")
+            return 0
+        v.facts.append(assertion_record("presence", said, p, series, (at, at), [f]))
+    return 1
+
+
+#: "not recorded at any MDS-UPDRS assessment", "absent throughout", "at every visit": the claim
+#: holds at each visit of the item, not one
+_EVERY_VISIT = re.compile(
+    r"\b(?:(?:at|in|on|across|during|for)\s+(?:any|every|all|each)(?:\s+of)?"
+    r"(?:\s+(?:the|its|his|her|their))?(?:\s+[\w-]+){0,2}?\s+"
+    r"(?:assessments?|visits?|questionnaires?|sessions?|examinations?)\b|throughout\b)",
+    re.I,
+)
+
+
+def _item_series(
+    view: FactsView, p: int, codes: frozenset[str], phrase: str
+) -> list[tuple[dict, str]]:
+    """The patient's series of the items a phrase names: the cue's own codes the facts hold,
+    else the codes of the same concept in another instrument's words."""
+    known = [k for k in sorted(codes) if view.items.get((p, k))]
+    if not known:
+        known = [k for k in sorted(same_concept(phrase)) if view.items.get((p, k))]
+    return [(view.items[(p, k)], f"item {k}") for k in known]
+
+
+def _check_one_presence(
+    ctx: SentenceCtx,
+    view: FactsView,
+    p: int,
+    item: tuple[frozenset[str], str],
+    clause: tuple[int, int],
+    absent: bool,
+    every: bool,
+    v: SentenceVerdict,
+) -> int:
+    """1 when the item is absent (every item of the concept rated 0) or present (one rated
+    above 0) as said, at the clause's visit or, with `every`, at each visit of its series."""
+    codes, phrase = item
+    said = "absent" if absent else "present"
+    found = _item_series(view, p, codes, phrase)
+    if not found:
+        v.fail("presence", f"'{phrase}' {said} (patient {p}): the facts hold no rating of it")
+        return 0
+    shown = []
+    for series, what in found:
+        at = at_visit(ctx, clause[0], clause[1], series)
+        visits = sorted(series) if every else [at] if at in series else []
+        if not visits:
+            v.fail(
+                "presence", f"'{phrase}' {said} (patient {p}): {what} has no rating at visit {at}"
+            )
+            return 0
+        rated = [(x, series[x]) for x in visits]
+        shown.append((series, what, rated))
+    nonzero = [(what, x, f) for _s, what, rated in shown for x, f in rated if float(f.value) != 0]
+    if absent != bool(nonzero):
+        series, _what, rated = shown[0]
+        span = (rated[0][0], rated[-1][0])
+        v.facts.append(
+            assertion_record("presence", phrase, p, series, span, [f for _x, f in rated])
+        )
+        return 1
+    what, x, f = nonzero[0] if nonzero else (shown[0][1], shown[0][2][-1][0], shown[0][2][-1][1])
+    v.fail(
+        "presence",
+        f"'{phrase}' {said} (patient {p}, visit {x}): {what} is rated {num_text(f.value)}",
+    )
+    return 0
 
 
 #: the zero caveats of the facts text

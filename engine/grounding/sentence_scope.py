@@ -13,7 +13,13 @@ from typing import Any
 from engine.grounding.cues import Cue as _Cue
 
 DOMAINS = ("motor", "adl", "nonmotor", "qol")
-CLAUSE_SPLIT = re.compile(r"[;,]|\s(?:while|whereas|but|although|though)\s|:\s", re.I)
+#: clause marks; also "and" before a second verb of the same subject ("fell from 10 at visit 1 to
+#: 5 at visit 2 and was unchanged at 5 at visit 3": each verb has its own visits)
+CLAUSE_SPLIT = re.compile(
+    r"[;,]|\s(?:while|whereas|but|although|though)\s|:\s"
+    r"|\sand\s+(?=(?:then\s+)?(?:was|were|remained|stayed)\s+(?:unchanged|stable|steady|flat)\b)",
+    re.I,
+)
 ALL_DOMAINS = re.compile(
     r"\b(?:all|every|each|both)\s+(?:four\s+|4\s+|three\s+|3\s+)?domains?\b|\bacross (?:the )?domains\b|\bacross the board\b",
     re.I,

@@ -87,12 +87,19 @@ KIND_AFTER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "count_visits",
         ),
         (r"^\s*(?:patients|participants|subjects)\b", "count_patients"),
-        (r"^\s*(?:of\s+\d+\s+)?items?\b", "count_items"),
+        (r"^\s*(?:of\s+\d+\s+)?(?:(?:PDQ-?8|(?:MDS-)?UPDRS)\s+)?items?\b", "count_items"),
         (r"summary index|\bSI\b", "pdq8_si"),
         # "the 2.51-point MCID", "a 3.25 point minimal clinically important difference"
         (
-            r"^\s*-?\s*(?:points?\s+|pts?\s+)?(?:mcid|minimal clinically important difference)",
+            r"^\s*-?\s*(?:points?\s+|pts?\s+)?(?:(?:improvement|worsening|deterioration)\s+)?"
+            r"(?:mcid|minimal clinically important difference)",
             "threshold",
+        ),
+        # "this 3-point worsening", "a 1-point fall": the size of a change (after the MCIDs)
+        (
+            r"^\s*-?\s*(?:points?|pts?)\s+(?:rise|fall|drop|increase|decrease|improvement|"
+            r"worsening|deterioration|change|reduction|gain|decline|loss)\b",
+            "change",
         ),
     )
 )

@@ -3,7 +3,8 @@
 direction words (direction_checks.py), severity words (severity_checks.py), presence or absence
 of a symptom and the zero caveats (presence_checks.py), comparatives and superlatives
 (comparison_checks.py), claims over a whole series or every stated change ("rose at every
-visit", "each change is at or above its MCID": series_claims.py); periods ("over 14 months") are
+visit", "each change is at or above its MCID": series_claims.py), one value said of several
+patients ("5 in both patient 50 and patient 58": shared_values.py); periods ("over 14 months") are
 checked here, before the numbers of the sentence, whose period spans they exempt. Each check
 returns how many assertions held and writes every failure, with its reason, into the sentence's
 verdict."""
@@ -25,6 +26,7 @@ from engine.grounding.sentence_scope import SentenceCtx, patients_for
 from engine.grounding.sentence_verdict import SentenceVerdict
 from engine.grounding.series_claims import check_series_claims
 from engine.grounding.severity_checks import check_severity
+from engine.grounding.shared_values import check_shared_values
 
 PERIOD_RE = re.compile(
     r"\b(?:over|across|within|in|during|spanning|after)\s+(?:about\s+|roughly\s+|nearly\s+|almost\s+)?(?:(\d+)|a|one)\s+(months?|years?|weeks?)\b",
@@ -51,6 +53,7 @@ def check_words(
     n += check_series_claims(ctx, view, claims, only_patient, v)
     n += check_mcid_claims(ctx, view, only_patient, v)
     n += check_dated_claims(ctx, view, claims, only_patient, v)
+    n += check_shared_values(ctx, view, claims, v)
     return n
 
 
