@@ -226,7 +226,8 @@ def _check_series_direction(
             f"sentence spans visit {span[0]} only",
         )
         return 0
-    domain = dom or view.item_domain.get(next(iter(items or ()), ""), None)
+    # an item has no MCID of its own: its direction words are read from the change alone
+    domain = None if items else dom
     res = _direction_span(view, series, span, label, neg, domain, ctx, ca, cb)
     if res is None:
         v.fail("direction", f"'{word}' ({what}, patient {p}): no score at the visits it spans")
