@@ -1,5 +1,5 @@
 """The constructions read by chains.py and series_claims.py, on the MA-RAG study facts (as
-test_heldout_v2.py): value chains, values followed by their patient, "over the same visits",
+test_heldout_sets.py): value chains, values followed by their patient, "over the same visits",
 claims over every step of a series ("rose at every visit", "never fell") and over the MCID of
 every stated change. Each true sentence passes and its false version is contradicted. The
 sentences are new (other patients and measures than the held-out set's)."""
