@@ -137,19 +137,29 @@ def _assessment_dates(view: FactsView, p: int, instrument: str | None) -> dict[i
 
 def _named(m: re.Match[str]) -> str | None:
     """The instrument a phrase names ("PDQ-8", "MDS-UPDRS", "questionnaire"), None for none."""
-    if m.group("pdq") or m.group("q"):
+    if m.group("pdq") or m.groupdict().get("q"):
         return "pdq8"
     return "updrs" if m.group("updrs") else None
 
 
+#: an instrument named before a count in its sentence ("UPDRS: 5 assessments from ...")
+_NAMED_BEFORE = re.compile(rf"\b{_INSTRUMENT}\b", re.I)
+
+
 def _count_instrument(ctx: SentenceCtx, count: Claim | None, d1: Claim) -> str | None:
-    """The instrument of a count's assessments: the one it names, else the subject's ("scored 0
+    """The instrument of a count's assessments: the one it names, else the nearest instrument
+    the sentence names before it ("UPDRS: 5 assessments from ..."), else the subject's ("scored 0
     on the PDQ-8 at all 7 questionnaires"; "N visits" are the patient's visits, whatever the
     subject); None for the patient's visits."""
     if count is None or count.instrument is not None:
         return count.instrument if count is not None else None
+    if _VISITS.match(ctx.text, count.end):
+        return None
+    named = list(literal_scan.finditer(_NAMED_BEFORE, ctx.text, ctx.low, ctx.s0, count.start))
+    if named:
+        return _named(named[-1])
     before = [c for c in ctx.subject_cues if c.start < d1.start]
-    if before and not _VISITS.match(ctx.text, count.end):
+    if before:
         return _instrument_of(before[0])
     return None
 

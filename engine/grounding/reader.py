@@ -22,6 +22,7 @@ from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.numbers import NumberToken, extract_numbers
 from engine.grounding.vocabulary import (
     COUNT_INSTRUMENT_RE,
+    COUNT_LABEL_RE,
     DIRECTION_RE,
     NEGATIVE_DIR,
     POSITIVE_DIR,
@@ -301,8 +302,10 @@ class _SentenceReader:
             paragraph=self.pi,
             sentence=self.si,
         )
-        if kind == "count_visits":
-            named = COUNT_INSTRUMENT_RE.match(after)
+        if kind == "count_visits":  # "6 PDQ-8 questionnaires", "UPDRS: 5 assessments"
+            named = COUNT_INSTRUMENT_RE.match(after) or COUNT_LABEL_RE.search(
+                self.text, self.s0, tok.start
+            )
             cl.instrument = ("pdq8" if named.group(1) else "updrs") if named else None
         if self._is_range_end(tok):
             cl.visit = None  # "from X to Y": the two ends are not at the running visit

@@ -135,6 +135,8 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 #: "6 PDQ-8 questionnaires", "9 MDS-UPDRS assessments": a count of one instrument's assessments
 #: (the ledger's count labelled "<instrument> assessments", engine.clinical.course)
 COUNT_INSTRUMENT_RE = re.compile(r"^\s*(?:(pdq)-?8|(?:mds-)?(updrs))\s", re.I)
+#: an instrument label right before a count: "UPDRS: 5 assessments", "PDQ-8 - 4 assessments"
+COUNT_LABEL_RE = re.compile(r"\b(?:(pdq)-?8|(?:mds-)?(updrs))\s*[:\u2013-]\s*$", re.I)
 DIRECTION_RE = re.compile(
     r"\b(improv\w*|better|decreas\w*|reduc\w*|fell|dropped|lower(?:ed)?|declin\w*|"
     r"worsen\w*|worse|deteriorat\w*|increas\w*|rose|risen|higher|progressed)\b",

@@ -46,6 +46,13 @@ CASES = [
     (P40, "Patient 40 contributed 8 MDS-UPDRS assessments.", True),
     (P40, "Patient 40 contributed 6 MDS-UPDRS assessments.", False),
     (P40, "Patient 40 was followed over 11 visits from December 2019 to May 2021.", True),
+    # an instrument label before the count, as the facts text frames each instrument (patient 1:
+    # UPDRS visits 1-5, 2020-01-17 to 2020-10-05; PDQ-8 visits 1, 2, 3, 5, 6; 6 visits in all)
+    ("patient 1 trajectory", "UPDRS: 5 assessments from 2020-01-17 to 2020-10-05.", True),
+    ("patient 1 trajectory", "UPDRS: 6 assessments from 2020-01-17 to 2020-10-05.", False),
+    ("patient 1 trajectory", "UPDRS: 5 assessments from 2020-01-17 to 2020-11-10.", False),
+    ("patient 1 trajectory", "PDQ-8: 5 assessments from 2020-01-17 to 2020-11-10.", True),
+    ("patient 1 trajectory", "PDQ-8: 6 assessments from 2020-01-17 to 2020-11-10.", False),
     (P40, "Patient 40 was followed over 11 visits from December 2019 to March 2021.", False),
     (P40, "Patient 40 was followed over 11 visits from January 2020 to May 2021.", False),
     (
