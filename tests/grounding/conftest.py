@@ -1,10 +1,32 @@
-"""Small hand-written ledgers for the grounding tests (two patients, four visits, two domains)."""
+"""Small hand-written ledgers for the grounding tests (two patients, four visits, two domains),
+and `engine`: a facts-backend engine over the MA-RAG study data (skipped when it is absent)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from engine.config import REPO_ROOT, Config
+from engine.pipeline import Engine
 from engine.types import FactValue
+from kb_store.documents import build_documents
+from kb_store.exclusions import excluded_from_ingest
+from kb_store.ingest import load_sources
+from kb_store.reader import InMemoryKB
+
+DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    """The checker's engine over the study data, as `marag check` builds it (facts backend)."""
+    if not DATA.is_dir():
+        pytest.skip(f"MA-RAG study data not found at {DATA}")
+    res = load_sources([DATA])
+    kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [DATA]))
+    return Engine(Config.load(env={}), kb, None)
+
 
 MOTOR = {5: {1: 9, 2: 12, 3: 14, 4: 13}, 8: {1: 20, 2: 18, 3: 17, 4: 15}}
 ADL = {5: {1: 6, 2: 7, 3: 8, 4: 9}, 8: {1: 10, 2: 10, 3: 11, 4: 11}}

@@ -8,19 +8,9 @@ its false version is contradicted."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from engine.check_command import check_text_against_plan
-from engine.config import REPO_ROOT, Config
-from engine.pipeline import Engine
-from kb_store.documents import build_documents
-from kb_store.exclusions import excluded_from_ingest
-from kb_store.ingest import load_sources
-from kb_store.reader import InMemoryKB
-
-DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
 
 # patient 40: visits 1-11, 2019-12-11 to 2021-05-08; MDS-UPDRS at visits 1, 2, 3, 4, 6, 8, 10,
 # 11 (8 assessments, last May 2021), PDQ-8 at visits 1, 2, 4, 5, 7, 9 (6 questionnaires, last
@@ -139,15 +129,6 @@ CASES = [
     (P40, "The PDQ-8 Summary Index reached its highest value of 12.5 at visit 2.", True),
     (P40, "The PDQ-8 Summary Index reached its highest value of 6.25 at visit 7.", False),
 ]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not DATA.is_dir():
-        pytest.skip(f"MA-RAG study data not found at {DATA}")
-    res = load_sources([DATA])
-    kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [DATA]))
-    return Engine(Config.load(env={}), kb, None)
 
 
 @pytest.mark.parametrize(("query", "text", "ok"), CASES)

@@ -13,14 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine.check_command import check_text_against_plan
-from engine.config import REPO_ROOT, Config
-from engine.pipeline import Engine
-from kb_store.documents import build_documents
-from kb_store.exclusions import excluded_from_ingest
-from kb_store.ingest import load_sources
-from kb_store.reader import InMemoryKB
 
-DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
 SETS = Path(__file__).with_name("data")
 #: set -> (planted errors caught, true texts passed), floors at what was last measured.
 #: Blind (before any tuning on the set): v2 15/17 and 14/17; v3 14/20 and 10/20; v4 14/20 and
@@ -33,15 +26,6 @@ FLOORS = {
     "heldout_v5": (20 / 20, 20 / 20),
     "heldout_v6": (20 / 20, 16 / 20),
 }
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not DATA.is_dir():
-        pytest.skip(f"MA-RAG study data not found at {DATA}")
-    res = load_sources([DATA])
-    kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [DATA]))
-    return Engine(Config.load(env={}), kb, None)
 
 
 def outcomes(engine, name: str) -> list[tuple[dict, bool]]:

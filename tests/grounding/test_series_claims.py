@@ -6,19 +6,9 @@ sentences are new (other patients and measures than the held-out set's)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from engine.check_command import check_text_against_plan
-from engine.config import REPO_ROOT, Config
-from engine.pipeline import Engine
-from kb_store.documents import build_documents
-from kb_store.exclusions import excluded_from_ingest
-from kb_store.ingest import load_sources
-from kb_store.reader import InMemoryKB
-
-DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
 
 # patient 23: motor 4 5 9 9 11, ADL 2 6 8 14 17, non-motor 5 8 11 11 11, total 11 19 28 34 39
 # patient 3: motor 2 6 6, ADL 5 3 2, non-motor 11 8 6, PDQ-8 12 6 1 (visits 1-3)
@@ -158,15 +148,6 @@ CASES = [
         False,
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not DATA.is_dir():
-        pytest.skip(f"MA-RAG study data not found at {DATA}")
-    res = load_sources([DATA])
-    kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [DATA]))
-    return Engine(Config.load(env={}), kb, None)
 
 
 @pytest.mark.parametrize(("query", "text", "ok"), CASES)

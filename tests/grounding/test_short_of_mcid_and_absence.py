@@ -8,28 +8,9 @@ second; "and was unchanged at V" over its own visits; a bare "total" after the P
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from engine.check_command import check_text_against_plan
-from engine.config import REPO_ROOT, Config
-from engine.pipeline import Engine
-from kb_store.documents import build_documents
-from kb_store.exclusions import excluded_from_ingest
-from kb_store.ingest import load_sources
-from kb_store.reader import InMemoryKB
-
-DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not DATA.is_dir():
-        pytest.skip(f"MA-RAG study data not found at {DATA}")
-    res = load_sources([DATA])
-    kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [DATA]))
-    return Engine(Config.load(env={}), kb, None)
 
 
 def passed(engine, query: str, text: str) -> bool:

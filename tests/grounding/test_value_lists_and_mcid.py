@@ -7,19 +7,9 @@ true sentence passes and its false version is contradicted."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from engine.check_command import check_text_against_plan
-from engine.config import REPO_ROOT, Config
-from engine.pipeline import Engine
-from kb_store.documents import build_documents
-from kb_store.exclusions import excluded_from_ingest
-from kb_store.ingest import load_sources
-from kb_store.reader import InMemoryKB
-
-DATA = Path(REPO_ROOT).parent / "shared" / "data" / "ma-rag"
 
 # patient 23 (visits 1-5): motor 4 5 9 9 11, ADL 2 6 8 14 17, non-motor 5 8 11 11 11, PDQ-8 4 5 8
 # (Summary Index 12.5 15.62 25.0, visits 1-3); items: daytime sleepiness 2 2 2 2 3, finger
@@ -130,15 +120,6 @@ CASES = [
         False,
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not DATA.is_dir():
-        pytest.skip(f"MA-RAG study data not found at {DATA}")
-    res = load_sources([DATA])
-    kb = InMemoryKB(build_documents(res.sessions), excluded_from_ingest(res, [DATA]))
-    return Engine(Config.load(env={}), kb, None)
 
 
 @pytest.mark.parametrize(("query", "text", "ok"), CASES)
