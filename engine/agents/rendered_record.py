@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.agents.statement_lookup import Pool, RunIndex
 from engine.clinical.key_facts import DOMAIN_AGENTS
 from engine.clinical.statements import Statement, Statements
 from engine.grounding.numbers import NumberToken, extract_numbers, paper_tokens
@@ -35,10 +36,9 @@ _LIST = r"(?:\d+(?:,\s*|\s+and\s+))*"
 VISIT_BEFORE = re.compile(rf"\b(?:visit\s+|visits\s+{_LIST})$", re.I)
 #: a patient id: "patient 4", "patients 3 and 8", "proj id 23"
 PATIENT_BEFORE = re.compile(rf"\b(?:patient\s+#?|proj id\s+|patients\s+{_LIST})$", re.I)
-_IDENT = ("visit", "date")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Claim:
     tok: NumberToken
     role: str
@@ -102,115 +102,10 @@ def _role(text: str, tok: NumberToken, start: int) -> str:
     return "value"
 
 
-class _RunIndex:
-    """Every value of the run's statements, indexed once per run (by value, size, visit, date),
-    with the statements that state it and where: a citation's pool filters these."""
-
-    def __init__(self, sts: Statements):
-        self.owners: dict[int, list[tuple[str, int]]] = {}
-        self.buckets: dict[tuple[str, object], list[FactValue]] = {}
-        for st in sts:
-            for pos, v in enumerate(st.values):
-                mine = self.owners.get(id(v))
-                if mine is None:
-                    self.owners[id(v)] = [(st.id, pos)]
-                    self._index(v)
-                else:
-                    mine.append((st.id, pos))
-
-    def _put(self, group: str, key: object, v: FactValue) -> None:
-        self.buckets.setdefault((group, key), []).append(v)
-
-    def _index(self, v: FactValue) -> None:
-        if v.date:
-            self._put("date", v.date, v)
-            # "Jan 2020" and "2020" are the month and year of a session date
-            self._put("month", v.date[:7], v)
-            self._put("month", v.date[:4], v)
-        if v.visit is not None:
-            self._put("at_visit", float(v.visit), v)
-        if v.kind == "visit":
-            self._put("visit", float(v.value), v)
-        elif v.kind == "date":
-            return
-        elif v.tolerance:
-            self._put("tolerant", round(float(v.value) * 100), v)
-        else:
-            self._put("exact", float(v.value), v)
-            self._put("size", abs(float(v.value)), v)
-
-
-class _Pool:
-    """The values and identifiers of one citation's statements, for lookup: the run's index
-    filtered to the values these statements state, in the order of the statements as cited and
-    of the values in each (the order of `ledger_of` over them); lookups are kept per token."""
-
-    def __init__(self, sts: Sequence[Statement], run: _RunIndex):
-        self.run = run
-        self.patients = {s.patient for s in sts}
-        self.visits = {v for s in sts for v in s.visits}
-        self.rank: dict[str, int] = {}
-        for i, s in enumerate(sts):
-            self.rank.setdefault(s.id, i)
-        self.found: dict[tuple, list[FactValue]] = {}
-
-    def _pick(self, group: str, key: object) -> list[FactValue]:
-        bucket = self.run.buckets.get((group, key))
-        if not bucket:
-            return []
-        rank, owners = self.rank, self.run.owners
-        hits = []
-        for v in bucket:
-            best = None
-            for sid, pos in owners[id(v)]:
-                r = rank.get(sid)
-                if r is not None and (best is None or (r, pos) < best):
-                    best = (r, pos)
-            if best is not None:
-                hits.append((best, v))
-        if len(hits) > 1:
-            hits.sort(key=lambda h: h[0])
-        return [v for _b, v in hits]
-
-    def values(self, tok: NumberToken) -> list[FactValue]:
-        out = self._pick("exact", tok.value)
-        if not tok.signed:
-            seen = {id(v) for v in out}
-            out += [v for v in self._pick("size", tok.value) if id(v) not in seen]
-        near = round(tok.value * 100)
-        keys = {near - 1, near, near + 1}
-        if not tok.signed:
-            keys |= {-near - 1, -near, -near + 1}
-        for k in keys:
-            for v in self._pick("tolerant", k):
-                d = abs(float(v.value) - tok.value)
-                if not tok.signed:
-                    d = min(d, abs(abs(float(v.value)) - tok.value))
-                if d <= float(v.tolerance) + 1e-9:
-                    out.append(v)
-        return out
-
-    def match(self, role: str, tok: NumberToken) -> list[FactValue]:
-        key = (role, tok.value, tok.signed, tok.date)
-        got = self.found.get(key)
-        if got is None:
-            got = self.found[key] = self._match(role, tok)
-        return got
-
-    def _match(self, role: str, tok: NumberToken) -> list[FactValue]:
-        if role == "date":
-            hit = self._pick("date", tok.date or "") or self._pick("month", tok.date or "")
-            return [v for v in hit if v.kind in _IDENT][:1] or hit[:1]
-        if role == "visit":
-            hit = self._pick("visit", tok.value)
-            if hit or tok.value in self.visits:
-                return hit or self._pick("at_visit", tok.value)[:1]
-            return []
-        return self.values(tok)
-
-
-def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Claim:
-    cits = r.at(tok.start)
+def _claim(
+    r: Rendered, sts: Statements, tok: NumberToken, pools: dict, cits: Sequence[Citation]
+) -> _Claim:
+    """One number's claim; `cits` are the citations holding it, innermost first."""
     if not cits:
         return _Claim(tok, "value", reason="not rendered from a statement")
     role = _role(r.text, tok, cits[-1].start)
@@ -219,10 +114,12 @@ def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Clai
         if pool is None:
             run = pools.get(("index",))
             if run is None:
-                run = pools[("index",)] = _RunIndex(sts)
+                run = pools[("index",)] = RunIndex(sts)
             # a cohort text cites every statement of its run: those in the run's order
             whole = len(c.ids) == len(sts)
-            pool = pools[c.ids] = _Pool(sts.items if whole else [sts.get(i) for i in c.ids], run)
+            pool = pools[c.ids] = Pool(
+                sts.items if whole else [sts.get(i) for i in c.ids], run, whole
+            )
         if role == "patient":  # an identifier: no ledger value to link
             if tok.value in pool.patients:
                 return _Claim(tok, role, [], c.ids)
@@ -234,6 +131,71 @@ def _claim(r: Rendered, sts: Statements, tok: NumberToken, pools: dict) -> _Clai
     return _Claim(
         tok, role, ids=cits[0].ids, reason=f"{tok.text} is not {what} of the cited statements"
     )
+
+
+def _holding(r: Rendered, toks: Sequence[NumberToken]) -> list[list[Citation]]:
+    """For each token (in text order), the citations holding it, innermost first (`r.at` of
+    each, in one sweep over the citations sorted by start)."""
+    cits = r.citations
+    k, active, out = 0, [], []
+    for t in toks:
+        p = t.start
+        while k < len(cits) and cits[k].start <= p:
+            active.append(cits[k])
+            k += 1
+        active = [c for c in active if c.end > p]
+        out.append(sorted(active, key=_outer_first_neg) if len(active) > 1 else list(active))
+    return out
+
+
+def _outer_first_neg(c: Citation) -> int:
+    return -c.depth
+
+
+def _claims(r: Rendered, sts: Statements, toks: Sequence[NumberToken], pools: dict) -> list[_Claim]:
+    """The claims of every token. A claim depends only on its token, the text and citations of
+    its outermost citation and the cited statements, so a citation whose text, inner citations
+    and tokens another text of the run already had (the final text repeats the agents' texts)
+    reuses that text's claims, before narrowing (engine runs are read once per run: `pools`)."""
+    holding = _holding(r, toks)
+    out: list[_Claim] = []
+    i, n = 0, len(toks)
+    while i < n:
+        outer = holding[i][-1] if holding[i] else None
+        if outer is None:
+            out.append(_claim(r, sts, toks[i], pools, ()))
+            i += 1
+            continue
+        j = i + 1
+        while j < n and holding[j] and holding[j][-1] is outer:
+            j += 1
+        a = outer.start
+        key = (
+            "claims",
+            r.text[a : outer.end],
+            outer.ids,
+            tuple(
+                (c.start - a, c.end - a, c.ids, c.depth)
+                for c in r.citations
+                if a <= c.start and c.end <= outer.end and c is not outer
+            ),
+            tuple(
+                (t.start - a, t.end - a, t.text, t.value, t.kind, t.signed, t.decimals, t.date)
+                for t in toks[i:j]
+            ),
+        )
+        got = pools.get(key)
+        if got is None:
+            made = [_claim(r, sts, toks[k], pools, holding[k]) for k in range(i, j)]
+            got = pools[key] = [(c.role, c.matched, c.ids, c.reason) for c in made]
+            out.extend(made)
+        else:
+            out.extend(
+                _Claim(t, role, matched, ids, reason)
+                for t, (role, matched, ids, reason) in zip(toks[i:j], got, strict=True)
+            )
+        i = j
+    return out
 
 
 MAX_MATCHED = 12  # matched values the record lists per number (all are counted)
@@ -387,7 +349,7 @@ def rendered_record(
 ) -> dict[str, Any]:
     """The guard record of a rendered text (see the module docstring)."""
     pools = sts.memo  # one pool per cited set of statements, shared by the run's texts
-    claims = [_claim(r, sts, t, pools) for t in extract_numbers(r.text)]
+    claims = _claims(r, sts, extract_numbers(r.text), pools)
     bounds = [b for _p, _a, b in split_sentences(r.text)]
     _narrow(claims, [bisect_right(bounds, c.tok.start) for c in claims])
     bad = [c for c in claims if not c.supported]

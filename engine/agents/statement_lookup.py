@@ -1,0 +1,222 @@
+"""The values of a run's statements, indexed for the lookup of a rendered text's numbers.
+
+`RunIndex`: every value of the run's statements once, in order of first statement, with the
+statements that state it and where; its lookup tables (by value, size, visit, date) are built per
+group on the first lookup of that group. `Pool`: one citation's statements, the run's index
+filtered to the values they state, in the order of the statements as cited and of the values in
+each (the order of `ledger_of` over them). engine.agents.rendered_record builds a text's record
+from these lookups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.clinical.statements import Statement, Statements
+from engine.grounding.numbers import NumberToken
+from engine.types import FactValue
+
+#: value kinds that identify a session rather than state a finding
+IDENT_KINDS = ("visit", "date")
+
+
+def _first(h: tuple[tuple[int, int], FactValue]) -> tuple[int, int]:
+    return h[0]
+
+
+class RunIndex:
+    """Every value of the run's statements (each once, in order of first statement), with the
+    statements that state it and where; a citation's pool filters these. The lookup tables
+    (by value, size, visit, date) are built per group on the first lookup of that group: a
+    cohort run states thousands of values and its texts look up a few kinds of them."""
+
+    def __init__(self, sts: Statements):
+        owners: dict[int, list[tuple[str, int]]] = {}
+        uniq: list[FactValue] = []
+        for st in sts:
+            sid = st.id
+            for pos, v in enumerate(st.values):
+                mine = owners.get(id(v))
+                if mine is None:
+                    owners[id(v)] = [(sid, pos)]
+                    uniq.append(v)
+                else:
+                    mine.append((sid, pos))
+        self.owners = owners
+        self.uniq = uniq
+        self.groups: dict[str, dict[object, list[FactValue]]] = {}
+
+    def bucket(self, group: str, key: object) -> list[FactValue]:
+        """The values of one lookup group under one key, in the run's order."""
+        table = self.groups.get(group)
+        if table is None:
+            for name, built in _GROUPS[_GROUP_OF[group]](self.uniq).items():
+                self.groups[name] = built
+            table = self.groups[group]
+        return table.get(key, [])
+
+
+def _date_groups(uniq: Sequence[FactValue]) -> dict[str, dict[object, list[FactValue]]]:
+    dates: dict[object, list[FactValue]] = {}
+    months: dict[object, list[FactValue]] = {}
+    dates_ident: dict[object, list[FactValue]] = {}  # a session's own visit and date values
+    months_ident: dict[object, list[FactValue]] = {}
+    for v in uniq:
+        d = v.date
+        if d:
+            dates.setdefault(d, []).append(v)
+            # "Jan 2020" and "2020" are the month and year of a session date
+            months.setdefault(d[:7], []).append(v)
+            months.setdefault(d[:4], []).append(v)
+            if v.kind in IDENT_KINDS:
+                dates_ident.setdefault(d, []).append(v)
+                months_ident.setdefault(d[:7], []).append(v)
+                months_ident.setdefault(d[:4], []).append(v)
+    return {"date": dates, "month": months, "date_ident": dates_ident, "month_ident": months_ident}
+
+
+def _visit_groups(uniq: Sequence[FactValue]) -> dict[str, dict[object, list[FactValue]]]:
+    at_visit: dict[object, list[FactValue]] = {}
+    visits: dict[object, list[FactValue]] = {}
+    for v in uniq:
+        if v.visit is not None:
+            at_visit.setdefault(float(v.visit), []).append(v)
+        if v.kind == "visit":
+            visits.setdefault(float(v.value), []).append(v)
+    return {"at_visit": at_visit, "visit": visits}
+
+
+def _value_groups(uniq: Sequence[FactValue]) -> dict[str, dict[object, list[FactValue]]]:
+    exact: dict[object, list[FactValue]] = {}
+    size: dict[object, list[FactValue]] = {}
+    tolerant: dict[object, list[FactValue]] = {}
+    for v in uniq:
+        if v.kind in IDENT_KINDS:
+            continue
+        x = float(v.value)
+        if v.tolerance:
+            tolerant.setdefault(round(x * 100), []).append(v)
+        else:
+            exact.setdefault(x, []).append(v)
+            size.setdefault(abs(x), []).append(v)
+    return {"exact": exact, "size": size, "tolerant": tolerant}
+
+
+_GROUPS = {"dates": _date_groups, "visits": _visit_groups, "values": _value_groups}
+_GROUP_OF = {
+    "date": "dates",
+    "month": "dates",
+    "date_ident": "dates",
+    "month_ident": "dates",
+    "at_visit": "visits",
+    "visit": "visits",
+    "exact": "values",
+    "size": "values",
+    "tolerant": "values",
+}
+
+
+class Pool:
+    """The values and identifiers of one citation's statements, for lookup: the run's index
+    filtered to the values these statements state, in the order of the statements as cited and
+    of the values in each (the order of `ledger_of` over them); lookups are kept per token."""
+
+    def __init__(self, sts: Sequence[Statement], run: RunIndex, whole: bool = False):
+        self.run = run
+        self.patients = {s.patient for s in sts}
+        self.visits = {v for s in sts for v in s.visits}
+        self.rank: dict[str, int] = {}
+        for i, s in enumerate(sts):
+            self.rank.setdefault(s.id, i)
+        #: every statement of the run, in the run's order: a bucket is already in pool order
+        self.whole = whole
+        self.found: dict[tuple, list[FactValue]] = {}
+
+    def _pick(self, group: str, key: object) -> list[FactValue]:
+        bucket = self.run.bucket(group, key)
+        if not bucket or self.whole:
+            return list(bucket)
+        rank, owners = self.rank, self.run.owners
+        hits: list[tuple[tuple[int, int], FactValue]] = []
+        for v in bucket:
+            own = owners[id(v)]
+            if len(own) == 1:  # most values: one statement states them
+                sid, pos = own[0]
+                r = rank.get(sid)
+                if r is not None:
+                    hits.append(((r, pos), v))
+                continue
+            best = None
+            for sid, pos in own:
+                r = rank.get(sid)
+                if r is not None and (best is None or (r, pos) < best):
+                    best = (r, pos)
+            if best is not None:
+                hits.append((best, v))
+        if len(hits) > 1:
+            hits.sort(key=_first)
+        return [v for _b, v in hits]
+
+    def _first_hit(self, group: str, key: object) -> FactValue | None:
+        """`_pick(group, key)[0]` (or None), without ordering the rest."""
+        bucket = self.run.bucket(group, key)
+        if not bucket or self.whole:
+            return bucket[0] if bucket else None
+        rank, owners = self.rank, self.run.owners
+        best, hit = None, None
+        for v in bucket:
+            for sid, pos in owners[id(v)]:
+                r = rank.get(sid)
+                if r is not None and (best is None or (r, pos) < best):
+                    best, hit = (r, pos), v
+        return hit
+
+    def values(self, tok: NumberToken) -> list[FactValue]:
+        x = tok.value
+        if tok.signed or x < 0:
+            out = self._pick("exact", x)
+        else:
+            # the values equal to x, then those equal to -x: one pass over the sizes (the
+            # values of size x hold those equal to x)
+            sized = self._pick("size", x)
+            out = [v for v in sized if float(v.value) == x]
+            if len(out) < len(sized):
+                out += [v for v in sized if float(v.value) != x]
+        near = round(tok.value * 100)
+        keys = {near - 1, near, near + 1}
+        if not tok.signed:
+            keys |= {-near - 1, -near, -near + 1}
+        for k in keys:
+            for v in self._pick("tolerant", k):
+                d = abs(float(v.value) - tok.value)
+                if not tok.signed:
+                    d = min(d, abs(abs(float(v.value)) - tok.value))
+                if d <= float(v.tolerance) + 1e-9:
+                    out.append(v)
+        return out
+
+    def match(self, role: str, tok: NumberToken) -> list[FactValue]:
+        key = (role, tok.value, tok.signed, tok.date)
+        got = self.found.get(key)
+        if got is None:
+            got = self.found[key] = self._match(role, tok)
+        return got
+
+    def _match(self, role: str, tok: NumberToken) -> list[FactValue]:
+        if role == "date":  # the session's visit or date value, else the first value dated so
+            d = tok.date or ""
+            for group in ("date", "month"):
+                ident = self._first_hit(group + "_ident", d)
+                hit = ident or self._first_hit(group, d)
+                if hit is not None:
+                    return [hit]
+            return []
+        if role == "visit":
+            hit = self._pick("visit", tok.value)
+            if hit or tok.value in self.visits:
+                if hit:
+                    return hit
+                first = self._first_hit("at_visit", tok.value)
+                return [first] if first is not None else []
+            return []
+        return self.values(tok)
