@@ -74,5 +74,5 @@ def finish(marked: str) -> Rendered:
 
 
 def plain(marked: str) -> str:
-    """The text without its marks."""
-    return finish(marked).text
+    """The text without its marks (`finish(marked).text`, without building the citations)."""
+    return _MARK.sub("", marked) if OPEN in marked else marked

@@ -76,7 +76,19 @@ def domain_text(
 
 
 def comparison_text(series: Series, patients: Sequence[int], sts: Statements | None = None) -> str:
-    """Summary part of O: one paragraph per domain contrasting the patients, then discordance."""
+    """Summary part of O: one paragraph per domain contrasting the patients, then discordance.
+    Written once per run (the comparison agent's text, the dense and the readable final texts
+    repeat it): kept in the run's statements memo."""
+    if sts is None:
+        return _comparison_text(series, patients, None)
+    key = ("comparison text", str(id(series)), *map(str, patients))
+    got = sts.memo.get(key)
+    if got is None:
+        got = sts.memo[key] = _comparison_text(series, patients, sts)
+    return got  # type: ignore[return-value]
+
+
+def _comparison_text(series: Series, patients: Sequence[int], sts: Statements | None) -> str:
     paras = []
     latest_label: dict[str, dict[int, str]] = {}
     for dom in DOMAINS:
