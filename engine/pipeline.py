@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any
 
 from engine.agents.cohort import cohort_node
@@ -30,7 +29,6 @@ from engine.clinical.course import courses_json
 from engine.clinical.findings import course_and_findings
 from engine.clinical.ledger import build_ledger, cohort_values, ledger_values
 from engine.clinical.series import series, slopes
-from engine.collector import paused_collector
 from engine.config import Config
 from engine.contexts import Contexts, load_contexts
 from engine.grounding.run_memo import run_memo
@@ -135,10 +133,7 @@ class Engine:
             if on_node:
                 on_node(name, "done")
 
-        # the grounding reader reads each distinct text once per run; a facts-backend run pauses
-        # the cyclic collector (engine.collector: a run leaves next to no cyclic garbage)
-        paused = paused_collector() if self.llm is None else nullcontext()
-        with run_memo(), paused:
+        with run_memo():  # the grounding reader reads each distinct text once per run
             step("retrieve", retrieve_node)
             step("route", route_node)
             if state.next_node == "domain_agents":
