@@ -1,6 +1,7 @@
 """The CSV table reader every ingest format shares: bytes -> header + numbered rows.
 
-Owns `Table` and `read_table`. It handles a UTF-8 BOM, UTF-16 and Windows-1252 files, CRLF/CR/LF
+Owns `Table`, its compact `Rows` (each row kept as its line where that line alone gives its
+cells) and `read_table`. It handles a UTF-8 BOM, UTF-16 and Windows-1252 files, CRLF/CR/LF
 line ends, ',' ';' or tab delimiters, duplicate header names (renamed `NAME.1`, `NAME.2` as pandas
 does, so a raw duplicate `SPEECH_PROB` header and a pandas-written `SPEECH_PROB.1` read the same),
 blank lines (skipped, counted), Excel's `sep=,` first line (it names the delimiter), short rows
@@ -16,8 +17,8 @@ ingest_ppmi) because all of them, and the exclusion list (kb_store.exclusions), 
 from __future__ import annotations
 
 import csv
-import io
 import re
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +29,60 @@ from kb_store.profiles import normalise_column
 from kb_store.validation import IngestError, issue
 
 
+def _split(line: str, delimiter: str) -> list[str]:
+    """The cells of one physical line read alone."""
+    return next(csv.reader([line], delimiter=delimiter, strict=False), [])
+
+
+class Rows:
+    """The data rows of a table: (physical line the row starts on, cells fitted to the header),
+    in file order, kept compact. A row whose cells are exactly those of its one physical line read
+    alone (nearly every row) keeps only that line and is split again when iterated; any other row
+    (padded, spanning lines) keeps its cells. A list of cells per row costs about 1 KB for a
+    70-column file; the line costs its length (docs/data-ingest.md, "Memory and file size")."""
+
+    __slots__ = ("_cells", "_delimiter", "_lines", "_numbers")
+
+    def __init__(self, delimiter: str = ",") -> None:
+        self._numbers = array("q")
+        self._lines: list[str | None] = []
+        self._cells: dict[int, list[str]] = {}  # index -> cells, of the rows kept as cells
+        self._delimiter = delimiter
+
+    def append(self, row: int, cells: list[str], line: str | None = None) -> None:
+        """Add row `row` with its `cells`; `line` is the physical line they were read from."""
+        if line is not None and _split(line, self._delimiter) == cells:
+            self._lines.append(line)
+        else:
+            self._cells[len(self._lines)] = cells
+            self._lines.append(None)
+        self._numbers.append(row)
+
+    def _cells_at(self, i: int) -> list[str]:
+        line = self._lines[i]
+        return self._cells[i] if line is None else _split(line, self._delimiter)
+
+    def numbers(self) -> Iterator[int]:
+        """The rows' line numbers, without splitting any row."""
+        return iter(self._numbers)
+
+    def __len__(self) -> int:
+        return len(self._numbers)
+
+    def __iter__(self) -> Iterator[tuple[int, list[str]]]:
+        for i, row in enumerate(self._numbers):
+            yield row, self._cells_at(i)
+
+    def __getitem__(self, i: int) -> tuple[int, list[str]]:
+        return self._numbers[i], self._cells_at(i if i >= 0 else len(self) + i)
+
+
 @dataclass
 class Table:
     path: Path
     name: str  # file name used in reports and SourceRef
     header: list[str]
-    rows: list[tuple[int, list[str]]]  # (physical line the row starts on, cells fitted to header)
+    rows: Rows  # (physical line the row starts on, cells fitted to header)
     blank_rows: int = 0
     issues: list[ValidationIssue] = field(default_factory=list)
     #: physical lines of the file, and how they were used: `lines == header_lines + row_lines`
@@ -55,6 +104,15 @@ class Table:
     #: is written several ways
     raw_ids: dict[int, tuple[str, int]] = field(default_factory=dict)
     id_column: str | None = None
+    #: raw id cell -> its (raw, id) pair, shared by every row that writes the id alike
+    id_pairs: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+
+    def record_id(self, row: int, raw: str, pid: int) -> None:
+        """Record the raw patient-id cell of `row` (read as `pid`) in `raw_ids`."""
+        pair = self.id_pairs.get(raw)
+        if pair is None or pair[1] != pid:
+            pair = self.id_pairs[raw] = (raw, pid)
+        self.raw_ids[row] = pair
 
     def columns(self) -> dict[str, int]:
         """Normalised header name -> index of its first occurrence."""
@@ -129,6 +187,8 @@ def _dedupe_header(raw: list[str]) -> list[str]:
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+#: one line with its line end (as io.StringIO(text, newline="") yields it), or a last line without
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 #: Excel's delimiter line (`sep=;`), written above the header by some exports
 _SEP_HINT = re.compile(r"sep=([,;\t|])", re.IGNORECASE)
 
@@ -141,7 +201,9 @@ def _records(p: Path, text: str, delimiter: str) -> Iterator[tuple[int, int, lis
     """(first physical line, last physical line, cells) of every CSV record, lines 1-based."""
     if csv.field_size_limit() < MAX_CELL_CHARS:
         csv.field_size_limit(MAX_CELL_CHARS)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    # lines as io.StringIO(text, newline="") yields them, without its copy of the whole text
+    lines = (m.group() for m in _LINE.finditer(text))
+    reader = csv.reader(lines, delimiter=delimiter, strict=False)
     prev = 0
     try:
         for rec in reader:
@@ -296,13 +358,13 @@ def _split_broken_quote(
     table.row_lines += 1
     for k in range(first + 1, last + 1):
         table.row_lines += 1
-        sub = next(csv.reader([physical[k - 1]], delimiter=delimiter, strict=False), [])
+        sub = _split(physical[k - 1], delimiter)
         if not any(c.strip() for c in sub):
             table.blank_rows += 1
             continue
         fitted = _fit(table, k, sub, width)
         if fitted is not None:
-            table.rows.append((k, fitted))
+            table.rows.append(k, fitted, physical[k - 1])
 
 
 def _add_record(
@@ -324,7 +386,7 @@ def _add_record(
         table.row_lines += last - first + 1
         fitted = _fit(table, first, rec, width)
         if fitted is not None:
-            table.rows.append((first, fitted))
+            table.rows.append(first, fitted, physical[first - 1] if first == last else None)
 
 
 def read_table(path: str | Path, name: str | None = None) -> Table:
@@ -337,6 +399,7 @@ def read_table(path: str | Path, name: str | None = None) -> Table:
     except OSError as exc:
         raise IngestError(f"{p}: cannot read: {exc.strerror or exc}") from None
     text, encoding = _decode(p, data)
+    del data  # the text is all that is read from here on
     if not text.strip():
         raise IngestError(f"{p}: cannot read: the file is empty (no header row)")
     physical = _LINE_END.split(text)
@@ -349,7 +412,7 @@ def read_table(path: str | Path, name: str | None = None) -> Table:
     else:
         first_line = next((ln for ln in physical if ln.strip()), "")
         delimiter = max((",", ";", "\t"), key=lambda d: (first_line.count(d), d == ","))
-    table = Table(p, name, [], [], lines=len(physical), delimiter=delimiter)
+    table = Table(p, name, [], Rows(delimiter), lines=len(physical), delimiter=delimiter)
     if encoding:
         table.issues.append(issue(name, None, None, "encoding", f"decoded as {encoding}"))
     header_at = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 
 from kb_store.csv_table import Table, read_table
@@ -23,10 +24,11 @@ from kb_store.ingest_generic import looks_generic, parse_generic
 from kb_store.ingest_marag import marag_kind, parse_marag
 from kb_store.ingest_ppmi import parse_ppmi
 from kb_store.ingest_report import BLOCKING_RULES, IngestResult
-from kb_store.model import Session, ValidationIssue
+from kb_store.model import AnySession, ValidationIssue
 from kb_store.ppmi_parts import looks_ppmi
 from kb_store.validation import (
     IngestError,
+    SessionKeys,
     issue,
     reject_date_outliers,
     reject_duplicates,
@@ -114,6 +116,7 @@ def load_sources(
     today: dt.date | None = None,
     date_order: str | None = None,
     allow_skipped_files: bool = False,
+    keys_only: bool = False,
 ) -> IngestResult:
     """Read, validate and number the sessions of every source (files or folders).
 
@@ -121,7 +124,9 @@ def load_sources(
     matches no format. Everything else is an issue in the result. `date_order` ('dmy' | 'mdy') reads
     the numeric dates of a column whose own values do not decide their order (else a build
     refuses); `allow_skipped_files` lets a build go on past a folder file that matches no format
-    (its rows are rejected either way).
+    (its rows are rejected either way). `keys_only` keeps of each session, as its row is read, only
+    the `SessionKey` the cross-row rules and the report need (a report over a million rows in
+    bounded memory; the result's sessions then carry no items and cannot be built into a KB).
     """
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
@@ -130,7 +135,8 @@ def load_sources(
     today = today or dt.date.today()
     files = expand_paths(paths)
     issues: list[ValidationIssue] = []
-    sessions: list[Session] = []
+    sessions: list[AnySession] = []
+    keep = SessionKeys() if keys_only else None
     tables: list[tuple[Table, str]] = []
     ppmi_tables: list[Table] = []
     skipped: list[str] = []
@@ -150,17 +156,19 @@ def load_sources(
             tables.append((table, "ppmi"))
             continue
         if kind == "marag":
-            s, i = parse_marag(table, today=today)
+            s, i = parse_marag(table, today=today, keep=keep)
             tables.append((table, f"marag-{marag_kind(table)}"))
         else:
-            s, i = parse_generic(table, today=today)
+            s, i = parse_generic(table, today=today, keep=keep)
             tables.append((table, "generic"))
         sessions += s
         issues += i
+        del s  # held past the loop, the list would keep the last file's sessions alive
     if ppmi_tables:
-        s, i, not_parts = parse_ppmi(ppmi_tables, today=today)
-        sessions += s
+        ppmi, i, not_parts = parse_ppmi(ppmi_tables, today=today)
+        sessions += ppmi if keep is None else [keep(x) for x in ppmi]
         issues += i
+        del ppmi
         for t in not_parts:
             issues.append(_not_a_ppmi_part(t))
             skipped.append(t.name)
@@ -175,8 +183,9 @@ def load_sources(
     sessions, visit_issues = assign_visits(sessions, visit_window_days)
     issues += visit_issues
     tables += [(t, "skipped") for t in read if t.name in skipped]
-    issues += _account_rows(tables, sessions, issues)
-    stats = _stats(tables, sessions, issues, visit_window_days, skipped)
+    covered = _covered_rows(sessions)
+    issues += _account_rows(tables, covered, issues)
+    stats = _stats(tables, sessions, covered, issues, (visit_window_days, skipped))
     allowed = frozenset({"unrecognised_file"} if allow_skipped_files else ())
     return IngestResult(sessions, issues, stats, allowed)
 
@@ -249,11 +258,20 @@ def _skipped_rows(table: Table) -> str:
     )
 
 
+def _covered_rows(sessions: list[AnySession]) -> dict[str, set[int]]:
+    """File -> the rows the sessions were built from (a set of ints per file: a million rows
+    as (file, row) pairs would cost about 100 MB more)."""
+    covered: dict[str, set[int]] = defaultdict(set)
+    for s in sessions:
+        for file, row in source_refs(s):
+            covered[file].add(row)
+    return covered
+
+
 def _account_rows(
-    tables: list[tuple[Table, str]], sessions: list[Session], issues: list[ValidationIssue]
+    tables: list[tuple[Table, str]], covered: dict[str, set[int]], issues: list[ValidationIssue]
 ) -> list[ValidationIssue]:
     """Guarantee: a data row in no session and in no issue gets an `unaccounted_row` error."""
-    covered = {ref for s in sessions for ref in source_refs(s)}
     reported = {(i.file, i.row) for i in issues if i.row is not None}
     file_level_errors = {i.file for i in issues if i.row is None and i.severity == "error"}
     out = []
@@ -271,8 +289,9 @@ def _account_rows(
             )
         if t.name in file_level_errors:
             continue
-        for rownum, _cells in t.rows:
-            if (t.name, rownum) not in covered and (t.name, rownum) not in reported:
+        rows = covered.get(t.name, set())
+        for rownum in t.rows.numbers():
+            if rownum not in rows and (t.name, rownum) not in reported:
                 out.append(
                     issue(
                         t.name,
@@ -287,29 +306,31 @@ def _account_rows(
 
 def _stats(
     tables: list[tuple[Table, str]],
-    sessions: list[Session],
+    sessions: list[AnySession],
+    covered: dict[str, set[int]],
     issues: list[ValidationIssue],
-    window: int,
-    skipped: list[str],
+    run: tuple[int, list[str]],
 ) -> dict:
-    covered = {ref for s in sessions for ref in source_refs(s)}
+    window, skipped = run  # the visit window and the files skipped
     files = []
     for t, kind in tables:
-        rows = [(t.name, r) for r, _ in t.rows] + [(t.name, r) for r in t.broken_rows]
+        done = covered.get(t.name, set())
         files.append(
             {
                 "file": t.name,
                 "format": kind,
                 "lines": t.lines,
-                "rows_read": len(rows),
+                "rows_read": len(t.rows) + len(t.broken_rows),
                 "blank_rows": t.blank_rows,
                 "sessions": sum(1 for s in sessions if s.source.file == t.name),
-                "rows_rejected": sum(1 for r in rows if r not in covered),
+                "rows_rejected": sum(
+                    1 for r in chain(t.rows.numbers(), t.broken_rows) if r not in done
+                ),
             }
         )
     by_inst = Counter(s.instrument for s in sessions)
     pats_by_inst: dict[str, set[int]] = defaultdict(set)
-    visits: dict[tuple[int, int], list[Session]] = defaultdict(list)
+    visits: dict[tuple[int, int], list[AnySession]] = defaultdict(list)
     for s in sessions:
         pats_by_inst[s.instrument].add(s.proj_id)
         visits[(s.proj_id, s.visit or 0)].append(s)

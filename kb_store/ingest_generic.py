@@ -9,6 +9,7 @@ kb_store.csv_table; the per-row logic it shares with the MA-RAG format is kb_sto
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb_store.csv_table import Table
@@ -20,7 +21,7 @@ from kb_store.ingest_rows import (
     read_descriptors,
     read_key_cells,
 )
-from kb_store.model import Session, ValidationIssue
+from kb_store.model import AnySession, Session, ValidationIssue
 from kb_store.profiles import load_profile, normalise_column
 from kb_store.validation import is_blank, issue
 
@@ -60,10 +61,16 @@ class GenericColumns:
     ignored: dict[int, str]  # column index -> normalised name, of the known ignored columns
 
 
-def parse_generic(table: Table, *, today: dt.date) -> tuple[list[Session], list[ValidationIssue]]:
-    """Sessions and issues from one generic session CSV (combined or one instrument per file)."""
+def parse_generic(
+    table: Table,
+    *,
+    today: dt.date,
+    keep: Callable[[Session], AnySession] | None = None,
+) -> tuple[list[AnySession], list[ValidationIssue]]:
+    """Sessions and issues from one generic session CSV (combined or one instrument per file).
+    `keep` turns each session into what is kept of it, row by row (kb_store.ingest `keys_only`)."""
     issues: list[ValidationIssue] = list(table.issues)
-    sessions: list[Session] = []
+    sessions: list[AnySession] = []
     cols, col_issues = generic_columns(table)
     issues += col_issues
     if not cols.instruments:
@@ -82,7 +89,7 @@ def parse_generic(table: Table, *, today: dt.date) -> tuple[list[Session], list[
         return sessions, issues
     for rownum, cells in table.rows:
         row_sessions, row_issues = _parse_row(table, rownum, cells, cols, today)
-        sessions += row_sessions
+        sessions += row_sessions if keep is None else [keep(s) for s in row_sessions]
         issues += row_issues
     return sessions, issues
 

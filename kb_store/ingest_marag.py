@@ -17,6 +17,7 @@ Owns the two study files' layouts (see ../shared/data/ma-rag/README.md):
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 from kb_store.csv_table import Table
 from kb_store.dates import DateParseError, parse_date
@@ -27,7 +28,7 @@ from kb_store.ingest_rows import (
     missing_column_issues,
     read_key_cells,
 )
-from kb_store.model import Session, ValidationIssue
+from kb_store.model import AnySession, Session, ValidationIssue
 from kb_store.profiles import load_profile, normalise_column
 from kb_store.validation import IngestError, is_blank, issue, plain_float
 
@@ -73,7 +74,14 @@ def _number(raw: str) -> float | None:
     return v if v == v else None
 
 
-def parse_marag(table: Table, *, today: dt.date) -> tuple[list[Session], list[ValidationIssue]]:
+def parse_marag(
+    table: Table,
+    *,
+    today: dt.date,
+    keep: Callable[[Session], AnySession] | None = None,
+) -> tuple[list[AnySession], list[ValidationIssue]]:
+    """Sessions and issues of one MA-RAG study file; `keep` turns each session into what is kept
+    of it, row by row (kb_store.ingest `keys_only`)."""
     kind = marag_kind(table)
     if kind is None:
         raise IngestError(
@@ -92,7 +100,7 @@ def parse_marag(table: Table, *, today: dt.date) -> tuple[list[Session], list[Va
     used = {pid_col, date_col, *item_cols.values(), *extra_cols.values()}
     issues += _unused_column_issues(table, kind, used, dup)
     inst = [InstrumentColumns(profile, item_cols)]
-    sessions: list[Session] = []
+    sessions: list[AnySession] = []
     for rownum, cells in table.rows:
         pid, parsed, key_issues = read_key_cells(table, rownum, cells, pid_col, date_col, today)
         if key_issues:
@@ -104,7 +112,7 @@ def parse_marag(table: Table, *, today: dt.date) -> tuple[list[Session], list[Va
         issues += outcome.issues
         for s in outcome.sessions:
             issues += _check_totals(table, rownum, s, kind)
-        sessions += outcome.sessions
+        sessions += outcome.sessions if keep is None else [keep(s) for s in outcome.sessions]
     return sessions, issues
 
 

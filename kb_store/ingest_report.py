@@ -12,13 +12,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from kb_store.model import Session, ValidationIssue
+from kb_store.model import AnySession, ValidationIssue
 from kb_store.validation import RULES
 
 
 @dataclass
 class IngestResult:
-    sessions: list[Session]  # validated, visits assigned, sorted by patient then visit
+    #: validated, visits assigned, sorted by patient then visit; `SessionKey`s (no items) when
+    #: kb_store.ingest.load_sources ran with keys_only (`marag kb report`), else `Session`s
+    sessions: list[AnySession]
     issues: list[ValidationIssue]
     stats: dict = field(default_factory=dict)
     #: blocking rules the user allowed (`unrecognised_file` under --allow-skipped-files)

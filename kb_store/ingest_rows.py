@@ -168,7 +168,7 @@ def read_key_cells(
     pid = parsed = None
     try:
         pid = parse_patient_id(cells[pid_col])
-        table.raw_ids[rownum] = (cells[pid_col], pid)
+        table.record_id(rownum, cells[pid_col], pid)
         table.id_column = table.header[pid_col]
     except CellError as exc:
         issues.append(

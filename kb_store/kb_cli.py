@@ -63,8 +63,9 @@ def resolve_sources(sources: list[str] | None) -> list[Path]:
     return out
 
 
-def load(args: argparse.Namespace, kb: KBSettings) -> IngestResult:
-    """Ingest the sources named by the arguments."""
+def load(args: argparse.Namespace, kb: KBSettings, *, keys_only: bool = False) -> IngestResult:
+    """Ingest the sources named by the arguments; `keys_only` (a report: nothing is built) keeps
+    of each session only what the rules and the report read (kb_store.ingest.load_sources)."""
     from kb_store.ingest import load_sources
 
     window = (
@@ -79,6 +80,7 @@ def load(args: argparse.Namespace, kb: KBSettings) -> IngestResult:
             visit_window_days=window,
             date_order=getattr(args, "date_order", None),
             allow_skipped_files=bool(getattr(args, "allow_skipped_files", False)),
+            keys_only=keys_only,
         )
     except (OSError, UnicodeError) as e:  # unreadable file: one line, exit 2
         raise SourceError(f"cannot read source: {e}") from e
@@ -191,7 +193,7 @@ def verify(args: argparse.Namespace, kb: KBSettings) -> int:
 
 
 def report(args: argparse.Namespace, kb: KBSettings) -> int:
-    result = load(args, kb)
+    result = load(args, kb, keys_only=True)
     if args.json:
         print(json.dumps(report_dict(result), indent=1, default=str))
     else:

@@ -3,11 +3,15 @@
 A `Session` is one instrument administered to one patient on one date, with item values exactly as
 read (None = missing, never imputed). `DomainScore` is an item sum that remembers how many items were
 missing. `ValidationIssue` is one line of the validation report: file, row, column, rule, message.
+`SessionKey` is what the cross-row rules and the report read of a session (no items, a digest of
+them): what a report over a large file keeps.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kb_store.profiles import Profile, load_profile
@@ -47,6 +51,40 @@ class Session:
 
     def domain_scores(self) -> dict[str, DomainScore]:
         return domain_scores(load_profile(self.profile), self.items)
+
+    @property
+    def items_digest(self) -> bytes:
+        """What the duplicate rule compares of the items (`items_digest`)."""
+        return items_digest(self.items)
+
+
+def items_digest(items: Mapping[str, float | None]) -> bytes:
+    """A 128-bit digest of the item codes and values: two sessions' digests are equal exactly when
+    their items compare equal (values as floats; -0.0 reads as 0.0, as == compares them)."""
+    canon = sorted((code, None if v is None else float(v) + 0.0) for code, v in items.items())
+    return hashlib.blake2b(repr(canon).encode(), digest_size=16).digest()
+
+
+@dataclass(slots=True)
+class SessionKey:
+    """What the cross-row rules (date outliers, duplicates, visits) and the report's counts read
+    of a `Session`, without its items and descriptors: about 250 bytes instead of about 2.5 KB,
+    so that a report over a million rows fits in memory (kb_store.ingest.load_sources with
+    `keys_only`). `extra` holds only the keys those rules read (kb_store.validation.SessionKeys)."""
+
+    proj_id: int
+    date: dt.date
+    instrument: str
+    profile: str
+    items_digest: bytes
+    source: SourceRef
+    visit: int | None = None
+    condition: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+#: a session as the cross-row rules read it: whole, or its key
+AnySession = Session | SessionKey
 
 
 def domain_scores(profile: Profile, items: dict[str, float | None]) -> dict[str, DomainScore]:

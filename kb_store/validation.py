@@ -2,7 +2,8 @@
 
 Owns: the catalogue of rules (`RULES`: name -> severity and meaning), the cell-level checks every
 ingest path shares (patient ids, item values, date plausibility), the cross-row checks that need all
-sessions of a patient (isolated-date outliers, duplicate sessions). The report over an ingest
+sessions of a patient (isolated-date outliers, duplicate sessions) and what of a session they read
+(`SessionKeys`: a `Session` -> its `SessionKey`). The report over an ingest
 result lives in kb_store.ingest_report.
 
 Severity is part of each rule, not chosen at call sites:
@@ -21,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from kb_store.dates import AmbiguousDateError, DateOrder, DateParseError, ParsedDate, parse_date
-from kb_store.model import Session, ValidationIssue
+from kb_store.model import AnySession, Session, SessionKey, SourceRef, ValidationIssue
 from kb_store.profiles import Item
 
 
@@ -261,7 +262,7 @@ def parse_session_date(raw: object, today: dt.date, order: DateOrder | None = No
 # ---------------------------------------------------------------- cross-row checks
 
 
-def source_refs(s: Session) -> list[tuple[str, int]]:
+def source_refs(s: AnySession) -> list[tuple[str, int]]:
     """All (file, row) pairs a session was built from (primary row first)."""
     out = [(s.source.file, s.source.row)]
     for ref in s.extra.get("sources", []):
@@ -273,7 +274,7 @@ def source_refs(s: Session) -> list[tuple[str, int]]:
 
 
 def reject_session(
-    s: Session, rule: str, column: str | None, message: str
+    s: AnySession, rule: str, column: str | None, message: str
 ) -> list[ValidationIssue]:
     """Issues rejecting a session: the primary row gets the message, joined rows point to it."""
     refs = source_refs(s)
@@ -292,9 +293,11 @@ def reject_session(
     return out
 
 
-def reject_date_outliers(sessions: list[Session]) -> tuple[list[Session], list[ValidationIssue]]:
+def reject_date_outliers(
+    sessions: list[AnySession],
+) -> tuple[list[AnySession], list[ValidationIssue]]:
     """Reject sessions whose date is isolated from all the patient's other sessions (see RULES)."""
-    by_patient: dict[int, list[Session]] = defaultdict(list)
+    by_patient: dict[int, list[AnySession]] = defaultdict(list)
     for s in sessions:
         by_patient[s.proj_id].append(s)
     bad: set[int] = set()
@@ -320,19 +323,21 @@ def reject_date_outliers(sessions: list[Session]) -> tuple[list[Session], list[V
     return [s for s in sessions if id(s) not in bad], issues
 
 
-def duplicate_key(s: Session) -> tuple:
+def duplicate_key(s: AnySession) -> tuple:
     return (s.proj_id, s.date, s.instrument, s.condition, s.extra.get("event_id", ""))
 
 
-def reject_duplicates(sessions: list[Session]) -> tuple[list[Session], list[ValidationIssue]]:
+def reject_duplicates(
+    sessions: list[AnySession],
+) -> tuple[list[AnySession], list[ValidationIssue]]:
     """Reject a session identical (same items) to an earlier one of the same patient, date,
     instrument and condition. Same-day sessions whose items differ are separate assessments:
     kept here, ordered by source row and warned about by kb_store.visits."""
-    first: dict[tuple, Session] = {}
-    kept: list[Session] = []
+    first: dict[tuple, AnySession] = {}
+    kept: list[AnySession] = []
     issues: list[ValidationIssue] = []
     for s in sessions:
-        key = (*duplicate_key(s), tuple(sorted(s.items.items())))
+        key = (*duplicate_key(s), s.items_digest)
         if key not in first:
             first[key] = s
             kept.append(s)
@@ -347,6 +352,44 @@ def reject_duplicates(sessions: list[Session]) -> tuple[list[Session], list[Vali
             f"identical items; the first ({k.source.file} row {k.source.row}) is kept",
         )
     return kept, issues
+
+
+#: one string object per condition for every kept key (a row's condition is a string of its own)
+_CONDITIONS = {"ON": "ON", "OFF": "OFF", "": ""}
+
+
+class SessionKeys:
+    """Session -> `SessionKey`: what the cross-row rules need of it (kb_store.ingest with
+    `keys_only`). The kept `extra` holds the keys those rules read; equal ones are one shared
+    dict (never changed after), as is the `SourceRef` of the sessions of one row."""
+
+    #: the Session.extra keys the cross-row rules read (date outliers, duplicates, visits)
+    EXTRA_KEYS = ("date_column", "event_id", "event_order")
+
+    def __init__(self) -> None:
+        self._extras: dict[tuple, dict] = {}
+        self._source: SourceRef | None = None
+
+    def __call__(self, s: Session) -> SessionKey:
+        kept = tuple((k, s.extra[k]) for k in self.EXTRA_KEYS if k in s.extra)
+        if len(source_refs(s)) > 1:  # rows joined into the session (PPMI parts)
+            extra = {**dict(kept), "sources": s.extra["sources"]}
+        else:
+            extra = self._extras.setdefault(kept, dict(kept))
+        if self._source != s.source:
+            self._source = s.source
+        assert self._source is not None
+        return SessionKey(
+            s.proj_id,
+            s.date,
+            s.instrument,
+            s.profile,
+            s.items_digest,
+            self._source,
+            s.visit,
+            _CONDITIONS.get(s.condition, s.condition),
+            extra,
+        )
 
 
 def fmt(x: float | None) -> str:

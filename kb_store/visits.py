@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kb_store.model import Session, ValidationIssue
+from kb_store.model import AnySession, Session, ValidationIssue
 from kb_store.validation import issue
 
 INSTRUMENT_ORDER = {"updrs": 0, "pdq8": 1}
@@ -32,7 +32,7 @@ CONDITION_ORDER = {"OFF": 0, "": 1, "ON": 2}
 INSTRUMENT_LABEL = {"updrs": "UPDRS", "pdq8": "PDQ-8"}
 
 
-def sort_key(s: Session) -> tuple:
+def sort_key(s: AnySession) -> tuple:
     return (
         s.date,
         s.extra.get("event_order", 0),
@@ -43,24 +43,24 @@ def sort_key(s: Session) -> tuple:
     )
 
 
-def _label(s: Session) -> str:
+def _label(s: AnySession) -> str:
     name = INSTRUMENT_LABEL.get(s.instrument, s.instrument)
     return f"{name} {s.condition}" if s.condition else name
 
 
 def assign_visits(
-    sessions: Sequence[Session], window_days: int = 0
-) -> tuple[list[Session], list[ValidationIssue]]:
+    sessions: Sequence[AnySession], window_days: int = 0
+) -> tuple[list[AnySession], list[ValidationIssue]]:
     """Copies of the sessions with `visit` set, sorted by patient and visit; plus info issues."""
     if window_days < 0:
         raise ValueError(f"visit window must be >= 0 days, got {window_days}")
-    by_patient: dict[int, list[Session]] = defaultdict(list)
+    by_patient: dict[int, list[AnySession]] = defaultdict(list)
     for s in sessions:
         by_patient[s.proj_id].append(s)
-    out: list[Session] = []
+    out: list[AnySession] = []
     issues: list[ValidationIssue] = []
     for pid in sorted(by_patient):
-        visits: list[list[Session]] = []
+        visits: list[list[AnySession]] = []
         for s in sorted(by_patient[pid], key=sort_key):
             cur = visits[-1] if visits else None
             if cur is not None:
