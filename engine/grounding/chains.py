@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from engine.clinical.concepts import same_concept
 from engine.grounding.claim import Claim
 from engine.grounding.ledger_index import LedgerIndex
-from engine.grounding.vocabulary import BASELINE_RE
+from engine.grounding.vocabulary import BASELINE_RE, code_domains, item_vocabulary
 
 _N = r"[-+]?\d+(?:\.\d+)?"
 _AT_VISIT = r"(?:at|on)\s+(?:the\s+)?(?:visit\s+(\d+)|(baseline))"
@@ -117,6 +118,7 @@ def rebind(text: str, s0: int, s1: int, claims: Sequence[Claim], idx: LedgerInde
     _span_before_range(text, s0, s1, values)
     _carried_kinds(text, s0, s1, values)
     _instrument_baseline(text, s0, s1, claims, idx)
+    _item_after_for(text, s0, s1, values, idx)
 
 
 def _value_chains(text: str, s0: int, s1: int, values: dict[int, Claim], idx: LedgerIndex) -> None:
@@ -257,3 +259,31 @@ def _instrument_baseline(
         for c in claims:
             if c.role == "date" and c.visit == 1:
                 c.visit = next(iter(moved))
+
+
+#: "scored 2 for handwriting and 2 for night-time sleep problems": the item right after "for"
+_FOR_ITEM = re.compile(rf"(?<![\d.])({_N})\s+for\s+(?:the\s+)?(?=[^\W\d])", re.I)
+
+
+def _item_after_for(
+    text: str, s0: int, s1: int, values: dict[int, Claim], idx: LedgerIndex
+) -> None:
+    """A value followed by "for <item>" is that item's rating (the running item is the one
+    before it, which the reader gave it), when the facts hold the item."""
+    for m in _FOR_ITEM.finditer(text, s0, s1):
+        c = values.get(m.start(1))
+        if c is None or c.kind not in ("score", "item"):
+            continue
+        for pat, codes, _doms in item_vocabulary():
+            hit = pat.match(text, m.end(), s1)
+            if hit is None:
+                continue
+            # another instrument's name for an item the facts hold (as reader.py reads it)
+            known = frozenset(codes & idx.items_known) or (
+                same_concept(hit.group()) & idx.items_known
+            )
+            if known:
+                doms = {code_domains().get(k) for k in known}
+                c.kind, c.items, c.item_phrase = "item", known, hit.group()
+                c.domain = next(iter(doms)) if len(doms) == 1 else None
+            break

@@ -8,7 +8,8 @@ February and 4 April 2020)"); the ends of "from 3 to 7" at the one visit span st
 instrument's first session (DESIGN.md), for values and for "the baseline assessment on <day>";
 bounds after a verb ("never rose above 2", "never fell below 3"), on every step ("never moved
 more than 2 points from one assessment to the next") and on every change from baseline ("never
-changed by a clinically meaningful amount from baseline")."""
+changed by a clinically meaningful amount from baseline"); "N for <item>" ("scored 2 for
+handwriting and 3 for night-time sleep problems")."""
 
 from __future__ import annotations
 
@@ -158,6 +159,28 @@ CASES = [
     (P8, "Patient 8's PDQ-8 total never fell below 3.", False),
     (P3, "Patient 3's PDQ-8 total never rose above 12 during follow-up.", True),
     (P3, "Patient 3's PDQ-8 total never rose above 11 during follow-up.", False),
+    # patient 20 on 29 February 2020: handwriting 2, sleep problems 3; patient 3 on 7 March 2020:
+    # handwriting 1, sleep problems 0 (the MDS-UPDRS name "night-time sleep problems")
+    (
+        P20,
+        "On 29 February 2020 patient 20 scored 2 for handwriting and 3 for night-time sleep problems.",
+        True,
+    ),
+    (
+        P20,
+        "On 29 February 2020 patient 20 scored 2 for handwriting and 2 for night-time sleep problems.",
+        False,
+    ),
+    (
+        P3,
+        "On 7 March 2020 patient 3 scored 1 for handwriting and 0 for night-time sleep problems.",
+        True,
+    ),
+    (
+        P3,
+        "On 7 March 2020 patient 3 scored 1 for handwriting and 1 for night-time sleep problems.",
+        False,
+    ),
 ]
 
 
