@@ -46,6 +46,7 @@ _DATE_GAP = re.compile(
     r"|(?:patient|participant)\s+#?\d+['’]s\s+)?(?:assessment|visit|session)\s+(?:on|of)\s+)",
     re.I,
 )
+_PART_SCORE = re.compile(r"\s+(?:examination\s+)?(?:score|total|subscore)\b", re.I)
 _DATE_LIST_GAP = re.compile(r"\s*(?:,|and|to|-|through|until)?\s*(?:and\s*)?")
 _NEGATED_BEFORE = re.compile(r"\bnot\b|\bno\b|\bneither\b")
 _CLAUSE_MARK = re.compile(r"[;:]")
@@ -239,7 +240,9 @@ class _SentenceReader:
 
     def _on_domain(self, c: Cue) -> None:
         sc = self.scope
-        if not (sc.items and {code_domains().get(k) for k in sc.items} == {c.value}):
+        # "rest tremor 2 ..., giving a motor examination score of 5": a part's score ends the item
+        own = sc.items and {code_domains().get(k) for k in sc.items} == {c.value}
+        if not own or _PART_SCORE.match(self.text, c.end):
             sc.items, sc.item_phrase = None, ""
         sc.domain = c.value
 

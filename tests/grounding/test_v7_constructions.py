@@ -9,7 +9,8 @@ instrument's first session (DESIGN.md), for values and for "the baseline assessm
 bounds after a verb ("never rose above 2", "never fell below 3"), on every step ("never moved
 more than 2 points from one assessment to the next") and on every change from baseline ("never
 changed by a clinically meaningful amount from baseline"); "N for <item>" ("scored 2 for
-handwriting and 3 for night-time sleep problems")."""
+handwriting and 3 for night-time sleep problems"); a part's score after its items ("giving a motor
+examination score of 6") is the part's, not the running item's."""
 
 from __future__ import annotations
 
@@ -179,6 +180,28 @@ CASES = [
     (
         P3,
         "On 7 March 2020 patient 3 scored 1 for handwriting and 1 for night-time sleep problems.",
+        False,
+    ),
+    # patient 3 on 7 March 2020: resting tremor 1, postural 0, motor 6; patient 20 on 29 February
+    # 2020: resting 1, postural 0, motor 10
+    (
+        P3,
+        "On 7 March 2020 patient 3 had rest tremor rated 1 and postural tremor 0, giving a motor examination score of 6.",
+        True,
+    ),
+    (
+        P3,
+        "On 7 March 2020 patient 3 had rest tremor rated 1 and postural tremor 0, giving a motor examination score of 0.",
+        False,
+    ),
+    (
+        P20,
+        "On 29 February 2020 patient 20 had rest tremor rated 1 and postural tremor 0, giving a motor score of 10.",
+        True,
+    ),
+    (
+        P20,
+        "On 29 February 2020 patient 20 had rest tremor rated 1 and postural tremor 0, giving a motor score of 0.",
         False,
     ),
 ]
