@@ -56,6 +56,12 @@ _STEP_BOUND = re.compile(
     r"|between\s+(?:consecutive|successive|adjacent)\s+(?:assessments|visits|sessions))",
     re.I,
 )
+#: "in both patient 6 and patient 13", "for patients 3 and 8": the patients right after a bound
+_PATIENTS_AFTER = re.compile(
+    r"\s+(?:in|for)\s+(?:both\s+)?(?:patients?|participants?)\s+#?(\d+)\s+and\s+"
+    r"(?:patient\s+|participant\s+)?#?(\d+)\b",
+    re.I,
+)
 #: "at every subsequent assessment through visit 11": the last visit of the span
 _THROUGH = re.compile(r"\s*(?:up\s+)?(?:through|until|to)\s+(?:visit|assessment)\s+(\d+)", re.I)
 
@@ -189,7 +195,13 @@ def _check_one(
     ca, cb = ctx.clause(m.start())
     subjects = subjects_of(ctx, ca, cb, m.start())
     named = m.groupdict().get("pat")
-    patients = [int(named)] if named else patients_for(ctx, m.start(), only_patient)
+    after = _PATIENTS_AFTER.match(ctx.text, m.end(), ctx.s1)
+    if named:
+        patients = [int(named)]
+    elif after:  # "... at every MDS-UPDRS assessment in both patient 6 and patient 13"
+        patients = [int(after.group(1)), int(after.group(2))]
+    else:
+        patients = patients_for(ctx, m.start(), only_patient)
     said = m.group(0)
     if not subjects or not patients:
         v.fail("series", f"'{said}': cannot tell which patient and series it describes")

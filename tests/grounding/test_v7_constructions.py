@@ -10,7 +10,8 @@ bounds after a verb ("never rose above 2", "never fell below 3"), on every step 
 more than 2 points from one assessment to the next") and on every change from baseline ("never
 changed by a clinically meaningful amount from baseline"); "N for <item>" ("scored 2 for
 handwriting and 3 for night-time sleep problems"); a part's score after its items ("giving a motor
-examination score of 6") is the part's, not the running item's."""
+examination score of 6") is the part's, not the running item's; the patients named right after a
+bound ("... at every MDS-UPDRS assessment in both patient 3 and patient 8")."""
 
 from __future__ import annotations
 
@@ -202,6 +203,17 @@ CASES = [
     (
         P20,
         "On 29 February 2020 patient 20 had rest tremor rated 1 and postural tremor 0, giving a motor score of 0.",
+        False,
+    ),
+    # hallucinations 0, 0, 0 for patients 3 and 8; 1, 1, 1 for patient 20
+    (
+        "compare patients 3 and 8",
+        "Hallucinations and psychosis were scored 0 at every MDS-UPDRS assessment in both patient 3 and patient 8.",
+        True,
+    ),
+    (
+        "compare patients 3 and 20",
+        "Hallucinations and psychosis were scored 0 at every MDS-UPDRS assessment in both patient 3 and patient 20.",
         False,
     ),
 ]
