@@ -28,8 +28,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from engine.clinical.concepts import same_concept
 from engine.grounding.claim import Claim
 from engine.grounding.ledger_index import LedgerIndex
+from engine.grounding.vocabulary import BASELINE_RE, code_domains, item_vocabulary
 
 _N = r"[-+]?\d+(?:\.\d+)?"
 _AT_VISIT = r"(?:at|on)\s+(?:the\s+)?(?:visit\s+(\d+)|(baseline))"
@@ -55,6 +57,11 @@ _PATIENT_RANGE = re.compile(
 #: the one visit span a sentence states: "from visit 1 to visit 3", "between visit 1 and 3"
 _SPAN = re.compile(
     r"\b(?:from|between)\s+(?:the\s+)?visits?\s+(\d+)\s+(?:to|and)\s+(?:visit\s+)?(\d+)\b",
+    re.I,
+)
+#: "from 3 to 7" with neither end at a visit of its own
+_RANGE = re.compile(
+    rf"\bfrom\s+({_N})\s+(?:points?\s+)?to\s+({_N})\b(?!\s*(?:points?\s+)?(?:at|on|in)\s)",
     re.I,
 )
 #: "from 12 to 1 over the same visits"
@@ -108,7 +115,10 @@ def rebind(text: str, s0: int, s1: int, claims: Sequence[Claim], idx: LedgerInde
     _patients_after(text, s0, s1, values)
     _same_visits(text, s0, s1, values)
     _span_then_ends(text, s0, s1, values)
+    _span_before_range(text, s0, s1, values)
     _carried_kinds(text, s0, s1, values)
+    _instrument_baseline(text, s0, s1, claims, idx)
+    _item_after_for(text, s0, s1, values, idx)
 
 
 def _value_chains(text: str, s0: int, s1: int, values: dict[int, Claim], idx: LedgerIndex) -> None:
@@ -198,6 +208,20 @@ def _span_then_ends(text: str, s0: int, s1: int, values: dict[int, Claim]) -> No
             a.visit, b.visit = int(m.group(1)), int(m.group(2))
 
 
+def _span_before_range(text: str, s0: int, s1: int, values: dict[int, Claim]) -> None:
+    """ "Between visits 1 and 2, patient 6's Part II rose from 3 to 7": the two ends of a change
+    that name no visit of their own are at the one visit span the sentence states before them."""
+    spans = list(_SPAN.finditer(text, s0, s1))
+    if len(spans) != 1 or int(spans[0].group(1)) >= int(spans[0].group(2)):
+        return
+    for m in _RANGE.finditer(text, spans[0].end(), s1):
+        a, b = values.get(m.start(1)), values.get(m.start(2))
+        if a is None or b is None or a.visit is not None or b.visit is not None:
+            continue
+        if {a.kind, b.kind} <= {"score", "item"}:
+            a.visit, b.visit = int(spans[0].group(1)), int(spans[0].group(2))
+
+
 def _carried_kinds(text: str, s0: int, s1: int, values: dict[int, Claim]) -> None:
     for m in _TWO_AT_VISITS.finditer(text, s0, s1):
         a, b = values.get(m.start(1)), values.get(m.start(2))
@@ -205,3 +229,61 @@ def _carried_kinds(text: str, s0: int, s1: int, values: dict[int, Claim]) -> Non
             continue
         if b.kind in ("score", "item", None) and b.domain in (None, a.domain):
             b.kind, b.domain = a.kind, a.domain
+
+
+#: a sentence that names visit 1 itself: its "baseline" is that visit
+_VISIT_ONE = re.compile(r"\b(?:visit\s+1|v1|(?:the\s+)?first\s+visit)\b", re.I)
+
+
+def _instrument_baseline(
+    text: str, s0: int, s1: int, claims: Sequence[Claim], idx: LedgerIndex
+) -> None:
+    """ "Patient 88's baseline MDS-UPDRS total was 47": the baseline of a series is the patient's
+    first session of its instrument (docs/DESIGN: whatever its visit number), not the patient's
+    first visit of any instrument. A value read at visit 1 from "baseline", whose series has no
+    visit 1, is at the series' first visit; so is a date read at visit 1 there."""
+    if not BASELINE_RE.search(text, s0, s1) or _VISIT_ONE.search(text, s0, s1):
+        return
+    moved: set[int] = set()
+    for c in claims:
+        if c.role != "value" or c.visit != 1 or c.kind not in ("score", "item"):
+            continue
+        visits = {
+            f.visit for f in idx.find([c.kind], patient=c.patient, domain=c.domain, items=c.items)
+        }
+        visits.discard(None)
+        if visits and 1 not in visits:
+            c.visit = min(visits)  # type: ignore[type-var]
+            moved.add(c.visit)
+    if len(moved) == 1:
+        for c in claims:
+            if c.role == "date" and c.visit == 1:
+                c.visit = next(iter(moved))
+
+
+#: "scored 2 for handwriting and 2 for night-time sleep problems": the item right after "for"
+_FOR_ITEM = re.compile(rf"(?<![\d.])({_N})\s+for\s+(?:the\s+)?(?=[^\W\d])", re.I)
+
+
+def _item_after_for(
+    text: str, s0: int, s1: int, values: dict[int, Claim], idx: LedgerIndex
+) -> None:
+    """A value followed by "for <item>" is that item's rating (the running item is the one
+    before it, which the reader gave it), when the facts hold the item."""
+    for m in _FOR_ITEM.finditer(text, s0, s1):
+        c = values.get(m.start(1))
+        if c is None or c.kind not in ("score", "item"):
+            continue
+        for pat, codes, _doms in item_vocabulary():
+            hit = pat.match(text, m.end(), s1)
+            if hit is None:
+                continue
+            # another instrument's name for an item the facts hold (as reader.py reads it)
+            known = frozenset(codes & idx.items_known) or (
+                same_concept(hit.group()) & idx.items_known
+            )
+            if known:
+                doms = {code_domains().get(k) for k in known}
+                c.kind, c.items, c.item_phrase = "item", known, hit.group()
+                c.domain = next(iter(doms)) if len(doms) == 1 else None
+            break

@@ -51,6 +51,8 @@ class Claim:
     expected: list[str] = field(default_factory=list)
     #: the instrument a count of assessments names ("6 PDQ-8 questionnaires": "pdq8")
     instrument: str | None = None
+    #: a date that dates the number right before it ("23 on 8 May 2021"): it names that visit
+    dates_value: bool = False
     paragraph: int = 0
     sentence: int = 0
     #: the ledger values this claim was found to state (empty when unsupported or lenient)

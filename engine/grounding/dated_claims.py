@@ -197,6 +197,17 @@ def _check_range(
     return 1
 
 
+def _end_instrument(ctx: SentenceCtx, m: re.Match[str]) -> str | None:
+    """The instrument whose first or last assessment a phrase dates: the one it names; for "the
+    baseline assessment" (an instrument's baseline is the patient's first session of it, DESIGN)
+    the instrument of the sentence's first subject ("At the baseline assessment on 2 November
+    2020, patient 88 had hallucinations ... rated 2"); None (the patient's visits) otherwise."""
+    named = _named(m)
+    if named or not re.search(r"\bbaseline\b", m.group(0), re.I) or not ctx.subject_cues:
+        return named
+    return _instrument_of(ctx.subject_cues[0])
+
+
 def _check_end_date(
     ctx: SentenceCtx, view: FactsView, d: Claim, only_patient: int | None, v: SentenceVerdict
 ) -> int:
@@ -214,7 +225,7 @@ def _check_end_date(
     if not patients:
         v.fail("date", f"'{said} {d.text}': cannot tell whose assessment it dates")
         return 0
-    instrument = _named(m)
+    instrument = _end_instrument(ctx, m)
     what = f"{instrument} assessments" if instrument else "visits"
     for p in patients:
         dated = _assessment_dates(view, p, instrument)

@@ -38,6 +38,9 @@ _COMPARATIVE_WORD = re.compile(r"(?:lower|higher|better|worse)$", re.I)
 _CHANGE_VERB_BEFORE = re.compile(
     r"(?:\b(?:is|was|were|are|became|got|slightly|much|somewhat|scores?)|:)\s+$", re.I
 )
+#: "never rose above 2", "never fell below 10": the word moves to a bound, it states no change
+_BOUND_AFTER = re.compile(r"\s+(?:above|over|beyond|below|under)\s+\d", re.I)
+_NEVER_BEFORE = re.compile(r"\bnever\s+(?:once\s+)?$", re.I)
 _OVERALL_AFTER = re.compile(r"\s+overall\b", re.I)
 _DECLIN = re.compile(r"declin", re.I)
 _SCORES_HAVE_BEFORE = re.compile(r"\bscores?\s*(?:has|have|had)?\s*$", re.I)
@@ -68,6 +71,10 @@ def _direction_words(ctx: SentenceCtx) -> list[DirectionWord]:
                 continue  # "over the same visits": the span of the change, not "unchanged"
             if label in ("improved", "worsened") and _THAN_AFTER.match(after):
                 continue  # a comparative ("higher than"): checked as a comparison
+            if _BOUND_AFTER.match(after) and _NEVER_BEFORE.search(
+                ctx.text[max(ctx.s0, m.start() - 12) : m.start()]
+            ):
+                continue  # "never rose above 2": a bound on the values (series_bounds.py)
             if (
                 _COMPARATIVE_WORD.match(word)
                 and not _CHANGE_VERB_BEFORE.search(

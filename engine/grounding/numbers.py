@@ -155,6 +155,41 @@ def _date_tokens(text: str, low: str | None, taken: bytearray) -> list[NumberTok
                     date=iso,
                 )
             )
+    if month:
+        out += _listed_days(text, low, taken, out)
+    return out
+
+
+#: a day and month without a year ("1 February"), and what may join it to the next date of a list
+_DAY_MONTH = re.compile(
+    rf"(?<![\w.])(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<mon>{_MON})(?![\w])", re.I
+)
+_LIST_JOIN = re.compile(r"\s*(?:,\s*(?:and\s+)?|\s+and\s+|\s+to\s+|\s*[-–]\s*)")
+
+
+def _listed_days(
+    text: str, low: str | None, taken: bytearray, dates: list[NumberToken]
+) -> list[NumberToken]:
+    """A list of days whose year is written once, at its end ("1 February and 4 April 2020",
+    "3, ... 12 March, 9 April and 4 June 2021"): each day takes the year of the list's last date,
+    so its day number is no score. Marks each one taken."""
+    year_at = {t.start: t.date[:4] for t in dates if t.date and len(t.date) == 10}
+    out: list[NumberToken] = []
+    found = [m for m in literal_scan.finditer(_DAY_MONTH, text, low) if taken[m.start()] == 0]
+    for m in reversed(found):
+        j = _LIST_JOIN.match(text, m.end())
+        year = year_at.get(j.end()) if j else None
+        mo = MONTHS.get(m.group("mon").lower().rstrip("."))
+        if year is None or mo is None or not 1 <= int(m.group("d")) <= 31:
+            continue
+        iso = f"{year}-{mo:02d}-{int(m.group('d')):02d}"
+        taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+        year_at[m.start()] = year
+        out.append(
+            NumberToken(
+                m.group(), float(iso.replace("-", "")), m.start(), m.end(), "date", date=iso
+            )
+        )
     return out
 
 

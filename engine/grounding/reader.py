@@ -39,6 +39,14 @@ _POSTFIX_GAP = re.compile(
     r"\s*(?:points?\s*|pts\s*)?(?:again\s+)?(?:\(|,)?\s*(?:at|in|on|during|for|by)?\s*(?:the\s+)?",
     re.I,
 )
+#: "23 on 8 May 2021", "10 (8 May 2021)", "1 at patient 3's assessment on 7 March 2020": a day
+#: that dates the number before it
+_DATE_GAP = re.compile(
+    r"\s*(?:points?\s*)?(?:on\s+|\(\s*(?:on\s+)?|at\s+(?:the\s+|his\s+|her\s+|their\s+"
+    r"|(?:patient|participant)\s+#?\d+['’]s\s+)?(?:assessment|visit|session)\s+(?:on|of)\s+)",
+    re.I,
+)
+_PART_SCORE = re.compile(r"\s+(?:examination\s+)?(?:score|total|subscore)\b", re.I)
 _DATE_LIST_GAP = re.compile(r"\s*(?:,|and|to|-|through|until)?\s*(?:and\s*)?")
 _NEGATED_BEFORE = re.compile(r"\bnot\b|\bno\b|\bneither\b")
 _CLAUSE_MARK = re.compile(r"[;:]")
@@ -148,6 +156,7 @@ class _SentenceReader:
         self.bound_visit_spans: set[int] = set()
         self.last_date_end: int | None = None
         self.postfix_visits: set[int] = set()  # visit cues bound to the number before them
+        self.postfix_dates: set[int] = set()  # dates bound to the number before them
         self.low: str | None = None  # the text lower-cased when ASCII (literal_scan)
 
     def read(self) -> None:
@@ -159,7 +168,7 @@ class _SentenceReader:
                 c = self.cues[i]
                 _ON_CUE[c.kind](self, c)
             elif self.value_toks[i].kind == "date":
-                self._on_date(self.value_toks[i])
+                self._on_date(self.value_toks[i], i)
             else:
                 self._on_value(self.value_toks[i], i)
         rebind(self.text, self.s0, self.s1, self.claims, self.idx)
@@ -231,7 +240,9 @@ class _SentenceReader:
 
     def _on_domain(self, c: Cue) -> None:
         sc = self.scope
-        if not (sc.items and {code_domains().get(k) for k in sc.items} == {c.value}):
+        # "rest tremor 2 ..., giving a motor examination score of 5": a part's score ends the item
+        own = sc.items and {code_domains().get(k) for k in sc.items} == {c.value}
+        if not own or _PART_SCORE.match(self.text, c.end):
             sc.items, sc.item_phrase = None, ""
         sc.domain = c.value
 
@@ -253,12 +264,18 @@ class _SentenceReader:
 
     # ---- numbers
 
-    def _on_date(self, tok: NumberToken) -> None:
+    def _on_date(self, tok: NumberToken, i: int) -> None:
         sc = self.scope
-        if self.last_date_end is not None and _DATE_LIST_GAP.fullmatch(
-            self.text[self.last_date_end : tok.start]
+        nxt = self.value_toks[i + 1] if i + 1 < len(self.value_toks) else None
+        if (
+            self.last_date_end is not None
+            and _DATE_LIST_GAP.fullmatch(self.text[self.last_date_end : tok.start])
+        ) or (
+            nxt is not None
+            and nxt.kind == "date"
+            and _DATE_LIST_GAP.fullmatch(self.text[tok.end : nxt.start])
         ):
-            sc.visit = None  # a list or range of dates: each is read on its own
+            sc.visit = None  # a list or range of dates, its first one too: each read on its own
         self.last_date_end = tok.end
         self.claims.append(
             Claim(
@@ -270,6 +287,7 @@ class _SentenceReader:
                 patient=sc.patient,
                 visit=sc.visit,
                 date=tok.date,
+                dates_value=tok.start in self.postfix_dates,
                 paragraph=self.pi,
                 sentence=self.si,
             )
@@ -310,6 +328,7 @@ class _SentenceReader:
         if self._is_range_end(tok):
             cl.visit = None  # "from X to Y": the two ends are not at the running visit
         self._bind_postfix_visit(cl, tok, next_start)
+        self._bind_postfix_date(cl, tok, vi)
         self._bind_postfix_domain(cl, tok)
         self._bind_reference(cl, tok, after)
         _settle_kind(cl)
@@ -341,6 +360,22 @@ class _SentenceReader:
         else:
             cl.visit = self.scope.visit = None if pc.value == "latest" else pc.value
         self.postfix_visits.add(pc.start)
+
+    def _bind_postfix_date(self, cl: Claim, tok: NumberToken, vi: int) -> None:
+        """A day written right after the number dates it ("23 on 8 May 2021", "10 (8 May
+        2021)"): the number is the value at the patient's session of that date (none when the
+        date is no visit date of the patient: the date claim then fails on its own). The date
+        is read next with no running visit, so that it resolves to the same session."""
+        if vi + 1 >= len(self.value_toks):
+            return
+        nxt = self.value_toks[vi + 1]
+        if nxt.kind != "date" or not nxt.date or len(nxt.date) != 10:
+            return
+        if not _DATE_GAP.fullmatch(self.text[tok.end : nxt.start]):
+            return
+        cl.visit = self.idx.visit_of_date(self.scope.patient, nxt.date)
+        self.scope.visit = None
+        self.postfix_dates.add(nxt.start)
 
     def _bind_postfix_domain(self, cl: Claim, tok: NumberToken) -> None:
         """'3 points on the motor score': a domain right after the number is its domain."""

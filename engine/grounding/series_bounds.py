@@ -5,7 +5,8 @@ checker's word assertions; run before the numbers, since the bound is no value a
   series (an item or a domain score) within the clause's visit span (sentence_scope.visit_span:
   the whole selected series when it names none) is at most (at least) the bound;
 - "rated 0 at every visit", "scored 2 at each assessment", "0 at all visits": every value is it;
-- "1 or less at every visit", "at least 2 at every visit": every value is within the bound.
+- "1 or less at every visit", "at least 2 at every visit": every value is within the bound;
+- "never moved more than 2 points from one assessment to the next": every step is within it.
 
 One value on the wrong side contradicts the sentence. The bound's number is the claim's, not a
 value of one visit: the claim reader's verdict on it is set aside (`spans`)."""
@@ -22,11 +23,13 @@ from engine.grounding.sentence_scope import SentenceCtx, patients_for, subjects_
 from engine.grounding.sentence_verdict import SentenceVerdict, assertion_record
 
 _N = r"\d+(?:\.\d+)?"
-_ABOVE = r"above|over|higher\s+than|more\s+than|greater\s+than|beyond|exceeding"
+_ABOVE = r"above|over|higher\s+than|more\s+than|greater\s+than|beyond|exceeding|exceeded"
 _BELOW = r"below|under|lower\s+than|less\s+than"
-#: "never rated above 1", "has never been scored higher than 2"
+#: "never rated above 1", "has never been scored higher than 2", "never rose above 2" (a verb
+#: of movement before the bound: "never fell below 10", "never went above 3")
 _NEVER = re.compile(
-    r"\bnever\s+(?:once\s+)?(?:been\s+|was\s+|were\s+)?(?:rated\s+|scored\s+|recorded\s+)?"
+    r"\bnever\s+(?:once\s+)?(?:been\s+|was\s+|were\s+)?(?:rated\s+|scored\s+|recorded\s+"
+    r"|(?:rose|risen|went|gone|climbed|got|fell|fallen|dropped)\s+)?"
     rf"(?:(?P<above>{_ABOVE})|(?P<below>{_BELOW}))\s+(?P<n>{_N})(?!\.?\d)",
     re.I,
 )
@@ -37,10 +40,26 @@ _EVERY = re.compile(
     rf"(?P<n>{_N})(?!\.?\d)(?P<or>\s+or\s+(?:less|lower|below|fewer|more|higher|above))?"
     # "scored 0 on the PDQ-8 at every assessment": the instrument between value and quantifier
     r"(?:\s+on\s+(?:the\s+)?(?:MDS-)?(?:UPDRS|PDQ-?8)\b)?\s+"
-    r"(?:(?:at|on|in|across)\s+(?:every|each|all)\s+(?:of\s+the\s+)?"
+    # "at every one of patient 13's MDS-UPDRS assessments": the quantifier may name the patient
+    r"(?:(?:at|on|in|across)\s+(?:every|each|all)\s+"
+    r"(?:(?:one\s+)?of\s+(?:the|(?:patient|participant)\s+#?(?P<pat>\d+)['’]s|their|his|her|its)\s+)?"
     r"(?P<after>(?:subsequent|following|later|remaining|other)\s+)?(?:\d+\s+)?"
     r"(?:(?:MDS-)?UPDRS\s+|PDQ-?8\s+)?(?:visits?|assessments?|sessions?|questionnaires?)\b"
     r"|throughout\b)",
+    re.I,
+)
+#: "never moved more than 2 points from one assessment to the next": a bound on every step
+_STEP_BOUND = re.compile(
+    r"\bnever\s+(?:once\s+)?(?:moved|changed|varied|shifted|differed|fluctuated)\s+(?:by\s+)?"
+    rf"(?:more\s+than|over|above|beyond)\s+(?P<n>{_N})(?!\.?\d)\s*(?:points?\s+)?"
+    r"(?:from\s+one\s+(?:assessment|visit|session)\s+to\s+the\s+next"
+    r"|between\s+(?:consecutive|successive|adjacent)\s+(?:assessments|visits|sessions))",
+    re.I,
+)
+#: "in both patient 6 and patient 13", "for patients 3 and 8": the patients right after a bound
+_PATIENTS_AFTER = re.compile(
+    r"\s+(?:in|for)\s+(?:both\s+)?(?:patients?|participants?)\s+#?(\d+)\s+and\s+"
+    r"(?:patient\s+|participant\s+)?#?(\d+)\b",
     re.I,
 )
 #: "at every subsequent assessment through visit 11": the last visit of the span
@@ -88,7 +107,51 @@ def check_series_bounds(
         for m in literal_scan.finditer(pat, ctx.text, ctx.low, ctx.s0, ctx.s1):
             out.spans.append(m.span("n"))
             out.held += _check_one(ctx, view, m, only_patient, v)
+    for m in literal_scan.finditer(_STEP_BOUND, ctx.text, ctx.low, ctx.s0, ctx.s1):
+        out.spans.append(m.span("n"))
+        out.held += _check_step_bound(ctx, view, m, only_patient, v)
     return out
+
+
+def _check_step_bound(
+    ctx: SentenceCtx,
+    view: FactsView,
+    m: re.Match[str],
+    only_patient: int | None,
+    v: SentenceVerdict,
+) -> int:
+    """ "never moved more than 2 points from one assessment to the next": every change between
+    consecutive values of the subject's series (within the clause's span) is at most the bound,
+    either way. 1 when it holds for every patient."""
+    ca, cb = ctx.clause(m.start())
+    subjects = subjects_of(ctx, ca, cb, m.start())
+    patients = patients_for(ctx, m.start(), only_patient)
+    said, bound = m.group(0), float(m.group("n"))
+    if not subjects or not patients:
+        v.fail("series", f"'{said}': cannot tell which patient and series it describes")
+        return 0
+    dom, items, phrase = subjects[0]
+    for p in patients:
+        code_sets = _code_sets(view, p, items, phrase)
+        series, what = view.series(p, dom, code_sets[0] if code_sets else None)
+        if not series or len(series) < 2:
+            v.fail("series", f"'{said}' (patient {p}): the facts hold no two assessments of it")
+            return 0
+        lo, hi = _span(ctx, ca, cb, m, series)
+        vals = [series[x] for x in sorted(series) if lo <= x <= hi]
+        jumps = [(a, b) for a, b in zip(vals, vals[1:], strict=False)]
+        bad = [(a, b) for a, b in jumps if abs(float(b.value) - float(a.value)) > bound]
+        if bad:
+            a, b = bad[0]
+            v.fail(
+                "series",
+                f"'{said}' ({what}, patient {p}): needs at most {num_text(bound)} between "
+                f"consecutive visits; the facts say {num_text(a.value)} at visit {a.visit} to "
+                f"{num_text(b.value)} at visit {b.visit}",
+            )
+            return 0
+        v.facts.append(assertion_record("series", said, p, series, (lo, hi), vals))
+    return 1
 
 
 def _span(ctx: SentenceCtx, ca: int, cb: int, m: re.Match[str], series: dict) -> tuple[int, int]:
@@ -108,6 +171,20 @@ def _span(ctx: SentenceCtx, ca: int, cb: int, m: re.Match[str], series: dict) ->
     return span if span else (min(series), max(series))
 
 
+def _code_sets(
+    view: FactsView, p: int, items: frozenset[str] | None, phrase: str
+) -> list[frozenset[str] | None]:
+    """The series a subject names, one item each: the items its phrase names that the patient's
+    facts hold; only when there is none, another instrument's name for them (reader.py: "walking"
+    is the MA-RAG Walking item, not also Gait, whose terms include it)."""
+    if items is None:
+        return [None]
+    held = [k for k in sorted(items) if view.items.get((p, k))]
+    if not held:
+        held = sorted(frozenset(items) | same_concept(phrase))
+    return [frozenset({k}) for k in held]
+
+
 def _check_one(
     ctx: SentenceCtx,
     view: FactsView,
@@ -117,20 +194,25 @@ def _check_one(
 ) -> int:
     ca, cb = ctx.clause(m.start())
     subjects = subjects_of(ctx, ca, cb, m.start())
-    patients = patients_for(ctx, m.start(), only_patient)
+    named = m.groupdict().get("pat")
+    after = _PATIENTS_AFTER.match(ctx.text, m.end(), ctx.s1)
+    if named:
+        patients = [int(named)]
+    elif after:  # "... at every MDS-UPDRS assessment in both patient 6 and patient 13"
+        patients = [int(after.group(1)), int(after.group(2))]
+    else:
+        patients = patients_for(ctx, m.start(), only_patient)
     said = m.group(0)
     if not subjects or not patients:
         v.fail("series", f"'{said}': cannot tell which patient and series it describes")
         return 0
     rule, bound = _rule(m)
     dom, items, phrase = subjects[0]
-    if items is not None:  # another instrument's name for an item the facts hold (reader.py)
-        items = frozenset(items) | same_concept(phrase)
     n = 0
     for p in patients:
         failed = ""
         # a phrase that names several items ("tremor"): the claim holds when one item's does
-        for code_set in [frozenset({k}) for k in sorted(items)] if items else [None]:
+        for code_set in _code_sets(view, p, items, phrase):
             series, what = view.series(p, dom, code_set)
             if not series:
                 continue

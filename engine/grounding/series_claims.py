@@ -12,7 +12,8 @@ ledger (the statement checker's word assertions, run by word_checks.py):
   none: the previous sentence's), or the three UPDRS parts for "all three parts" / "every part";
   each is judged by the engine's one MCID rule (engine.clinical.series.classify, through
   FactsView.label): one change on the other side of its MCID, or a subject without an MCID,
-  fails the sentence.
+  fails the sentence; "never changed by a clinically meaningful amount from baseline": the
+  change from the series' first value to each later one is stable by that rule.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ _EVERY_STEP = re.compile(
     r"(?:visit|assessment|follow-up(?:\s+visit)?)s?\b",
     re.I,
 )
-#: "never fell", "has never risen": no step the other way
+#: "never fell", "has never risen": no step the other way ("never rose above 2" is a bound on
+#: the values, series_bounds.py)
 _NEVER = re.compile(
     rf"\bnever\s+(?:once\s+)?(?:({_UP})|({_DOWN})|rise|increase|worsen|fall|decrease|improve"
-    r"|drop)\b",
+    r"|drop)\b(?!\s+(?:above|over|beyond|below|under|(?:higher|lower|more|less)\s+than)\s+\d)",
     re.I,
 )
 _NEVER_UP_BARE = re.compile(r"rise|increase|worsen", re.I)
@@ -61,6 +63,14 @@ _MCID_SUMMARY = re.compile(
     r"(?:(?P<above>at\s+or\s+above|above|beyond|exceed\w*|pass\w*|reach\w*|met|meet\w*|"
     r"cross\w*|over)|(?P<below>below|under|within|short\s+of))\s+(?:its|their|the)\s+"
     r"(?:own\s+|respective\s+)?(?:MCIDs?|minimal clinically important differences?)",
+    re.I,
+)
+#: "never changed by a clinically meaningful amount from baseline": no visit's change from the
+#: series' first value reaches the MCID
+_NEVER_MEANINGFUL = re.compile(
+    r"\bnever\s+(?:once\s+)?(?:changed|moved|shifted|differed)\s+(?:by\s+)?(?:a\s+|an\s+)?"
+    r"clinically\s+(?:meaningful|important|significant|relevant)\s+(?:amount|degree|margin)?\s*"
+    r"(?:from|since|relative\s+to|compared\s+with)\s+(?:the\s+)?baseline\b",
     re.I,
 )
 _WORSE_WORD = re.compile(r"\b(?:worsen\w*|rose|increased|deteriorat\w*)\b", re.I)
@@ -86,7 +96,48 @@ def check_series_claims(
         n += _check_steps(ctx, view, m, "not_up" if up else "not_down", only_patient, v)
     for m in literal_scan.finditer(_MCID_SUMMARY, ctx.text, ctx.low, ctx.s0, ctx.s1):
         n += _check_mcid_summary(ctx, view, m, only_patient, v)
+    for m in literal_scan.finditer(_NEVER_MEANINGFUL, ctx.text, ctx.low, ctx.s0, ctx.s1):
+        n += _check_never_meaningful(ctx, view, m, only_patient, v)
     return n
+
+
+def _check_never_meaningful(
+    ctx: SentenceCtx,
+    view: FactsView,
+    m: re.Match[str],
+    only_patient: int | None,
+    v: SentenceVerdict,
+) -> int:
+    """ "never changed by a clinically meaningful amount from baseline": the change from the
+    series' first value (the instrument's baseline) to each later one is stable by the engine's
+    one MCID rule (FactsView.label); a subject without an MCID (an item) fails as unverifiable."""
+    ca, cb = ctx.clause(m.start())
+    subjects = [s for s in subjects_of(ctx, ca, cb, m.start()) if s[0] and not s[1]]
+    patients = patients_for(ctx, m.start(), only_patient)
+    if not subjects or not patients or view.mcid_of(subjects[0][0]) is None:
+        v.fail("direction", f"'{m.group(0)}': cannot tell which MCID-rated series it describes")
+        return 0
+    dom = subjects[0][0]
+    for p in patients:
+        series, what = view.series(p, dom, None)
+        if not series or len(series) < 2:
+            v.fail("direction", f"'{m.group(0)}' (patient {p}): fewer than two assessments")
+            return 0
+        visits = sorted(series)
+        base = series[visits[0]]
+        for x in visits[1:]:
+            label = view.label(dom, _value(series[x]) - _value(base))
+            if label != "stable":
+                v.fail(
+                    "direction",
+                    f"'{m.group(0)}' ({what}, patient {p}): {num_text(base.value)} at visit "
+                    f"{base.visit} to {num_text(series[x].value)} at visit {x} ({label})",
+                )
+                return 0
+        v.facts.append(
+            assertion_record("series", m.group(0), p, series, None, list(series.values()))
+        )
+    return 1
 
 
 _STEP_OK = {

@@ -133,6 +133,7 @@ def _paragraph_verdicts(
         if not (c.kind == "domain" and any(a <= c.start < b for a, b in quoted))
         and not (c.kind == "item" and any(a <= c.start < b for a, b in in_parens))
     ]
+    cues = _with_dated_visits(cues, rep_claims, idx)
     out: list[SentenceVerdict] = []
     in_sentence = _SpanSlicer(cues)
     claims_in = _SpanSlicer(rep_claims)
@@ -220,23 +221,43 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 
 #: "increased by 8 points, from 10 (at visit 1) to 18": the size stated against its two ends
+#: the first end may be dated ("from 13 on 11 January 2020 to 23 on 8 May 2021"); the size may
+#: be written without "by" when "points" follows it ("fell 4 points, from 15 to 11")
+_END_AT = (
+    r"(?:\s+(?:at|on)\s+(?:visit|baseline)\s*\d*"
+    r"|\s+on\s+(?:\d{1,2}\s+[A-Z][a-z]+|[A-Z][a-z]+\s+\d{1,2},?)\s+\d{4})?"
+)
 _CHANGE_BY = re.compile(
     r"\b(?:increased|decreased|rose|fell|dropped|declined|improved|worsened|changed|went (?:up|down))"
-    r"\s+by\s+(\d+(?:\.\d+)?)(?:\s+points?)?,?\s+from\s+(\d+(?:\.\d+)?)"
-    r"(?:\s+(?:at|on)\s+(?:visit|baseline)\s*\d*)?\s+to\s+(\d+(?:\.\d+)?)",
+    r"(?:\s+by\s+(\d+(?:\.\d+)?)(?:\s+points?)?|\s+(\d+(?:\.\d+)?)\s+points?)"
+    r"(?:\s+between\s+consecutive\s+assessments)?,?\s+from\s+(\d+(?:\.\d+)?)"
+    rf"{_END_AT}\s+to\s+(\d+(?:\.\d+)?)",
     re.I,
 )
+
+
+def _with_dated_visits(cues: list[_Cue], claims: Sequence[Claim], idx: LedgerIndex) -> list[_Cue]:
+    """The cues and a visit cue for each day that dates the number before it ("eased from 12 at
+    baseline to 10 on 8 May 2021": the word checks' span ends at that day's visit)."""
+    extra = []
+    for c in claims:
+        if c.role == "date" and c.dates_value and c.date:
+            dv = idx.visit_of_date(c.patient, c.date)
+            if dv is not None:
+                extra.append(_Cue(c.start, c.end, "visit", dv))
+    return sorted([*cues, *extra], key=lambda c: c.start) if extra else cues
 
 
 def _change_size(sentence: str, v: SentenceVerdict) -> None:
     """A change whose stated size is not the distance between its stated ends fails, whatever
     the facts say (the sentence contradicts itself)."""
     for m in _CHANGE_BY.finditer(sentence):
-        size, a, b = (float(x) for x in m.groups())
+        said = m.group(1) or m.group(2)
+        size, a, b = float(said), float(m.group(3)), float(m.group(4))
         if abs(abs(b - a) - size) > 1e-9:
             v.reasons.append(
-                f"'{m.group()}': a change of {m.group(1)} does not take {m.group(2)} to "
-                f"{m.group(3)} (that is {abs(b - a):g})"
+                f"'{m.group()}': a change of {said} does not take {m.group(3)} to "
+                f"{m.group(4)} (that is {abs(b - a):g})"
             )
             v.categories.append("number")
 
@@ -263,10 +284,12 @@ def _negated_movement(sentence: str, v: SentenceVerdict) -> None:
     read = [
         f
         for f in v.facts
-        if f.get("assertion") == "direction" and _overlaps(f.get("word", ""), m.group())
+        if f.get("assertion") in ("direction", "series") and _overlaps(f.get("word", ""), m.group())
     ]
     if read:
-        return  # the direction checks read the negated word ("did not change") and found it true
+        # the direction checks read the negated word ("did not change") and found it true, or
+        # the series checks a bound on it ("never moved more than 2 points from one ...")
+        return
     denied = [f for f in v.facts if f.get("role") == "value" and f.get("values")]
     if denied:
         v.reasons.append(

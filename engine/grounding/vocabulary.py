@@ -149,7 +149,7 @@ POSITIVE_DIR = ("worsen", "worse", "deteriorat", "increas", "rose", "risen", "hi
 def _item_phrases(label: str, code: str, aliases: tuple[str, ...] | list[str]) -> list[str]:
     """The phrases that name one item: its label, the label's head (before a comma or a
     parenthesis) and first half of an 'X and Y' head, parenthesised words, its code, its
-    aliases, and 'tremor' for the tremor items."""
+    aliases, 'tremor' for the tremor items and 'rest tremor' for the resting-tremor ones."""
     head = re.split(r",|\s\(", label)[0]
     out = [label, head]
     for conj in (" and ", " or "):
@@ -163,6 +163,9 @@ def _item_phrases(label: str, code: str, aliases: tuple[str, ...] | list[str]) -
     out += [code, *aliases]
     if re.match(r"(\w+) tremor", head.lower()):
         out.append("tremor")
+    # "rest tremor" (the MDS-UPDRS name, 3.17-3.18) names the MA-RAG "Resting tremor" item too
+    if re.match(r"rest(?:ing)? tremor\b", head.lower()):
+        out.append("rest tremor")
     return out
 
 
