@@ -237,7 +237,7 @@ def check_patients(plan: Plan, known: Sequence[int]) -> Plan:
     """Raise UnknownPatientError when the plan names ids absent from the KB."""
     if not plan.patients:
         return plan  # every patient: nothing to look up
-    missing = set(plan.patients).difference(map(int, known))  # one pass in C, not a Python loop
+    missing = set(plan.patients).difference(known)  # one pass in C (KBReader ids are ints)
     bad = [p for p in plan.patients if p in missing]
     if bad:
         valid = format_ids(sorted(set(map(int, known))))

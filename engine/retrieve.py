@@ -66,14 +66,17 @@ def facts_from_doc(doc: KBDoc) -> list[Fact]:
     return out
 
 
-def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[Fact]]:
-    """(OFF/untreated facts, ON-exam facts) of one patient: from the KB's session table when it
-    has one (same rows, same order), else from the session documents' metadata."""
+def _patient_facts(
+    p: int, plan: Plan, kb: KBReader, rule: caveats.CaveatRule
+) -> tuple[list[Fact], list[Fact]]:
+    """(OFF/untreated facts with their caveats, ON-exam facts) of one patient: from the KB's
+    session table when it has one (same rows, same order; the caveats the table's codes give),
+    else from the session documents' metadata (caveats judged here)."""
     rows: list[Fact] = []
     on_rows: list[Fact] = []
     table = cohort_table.table_of(kb)
     if table is not None:
-        for cond, fs in cohort_table.patient_facts(table, p, list(plan.instruments)):
+        for cond, fs in cohort_table.patient_facts(table, p, list(plan.instruments), rule):
             (on_rows if cond.upper() == "ON" else rows).extend(fs)
         return rows, on_rows
     for d in kb.session_docs(p, list(plan.instruments)):
@@ -81,7 +84,7 @@ def _patient_facts(p: int, plan: Plan, kb: KBReader) -> tuple[list[Fact], list[F
             raise ValueError(f"KB returned document {d.id} outside the request for patient {p}")
         on = str(d.metadata.get("condition", "")).upper() == "ON"
         (on_rows if on else rows).extend(facts_from_doc(d))
-    return rows, on_rows
+    return caveats.mark_facts(rows, rule), on_rows
 
 
 def fetch_facts(plan: Plan, kb: KBReader, ctx: Contexts | None = None) -> dict:
@@ -97,14 +100,13 @@ def fetch_facts(plan: Plan, kb: KBReader, ctx: Contexts | None = None) -> dict:
     on_facts: list[Fact] = []
     notes: list[str] = []
     for p in plan.patients:
-        rows, on_rows = _patient_facts(p, plan, kb)
+        rows, on_rows = _patient_facts(p, plan, kb, rule)
         on_facts.extend(on_rows)
         if not rows:
             notes.append(
                 f"Patient {p}: no {' or '.join(plan.instruments)} sessions in the knowledge base."
             )
             continue
-        rows = caveats.mark_facts(rows, rule)
         kept_all, inst_notes = select_per_instrument(rows, plan.visit_filter)
         notes += [f"Patient {p}: {n}." for n in inst_notes]
         facts.extend(f for f in rows if (f.instrument, f.visit) in kept_all)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from kb_store import fact_table
 from kb_store.chroma_layout import (
     HASHES,
     MANIFEST,
+    POINTER,
     http_client,
     persistent_client,
     release_client,
@@ -82,6 +84,8 @@ class ChromaKB:
         self.generation: str | None = None
         self._client: Any = None
         self._col: Any = None
+        #: CURRENT's signature when it was last read (`_pointer_signature`)
+        self._read_pointer: tuple[int, int, int, int] | None = None
         self._patients: list[int] | None = None
         self._lock = threading.RLock()  # reopening is shared by the threads of a dashboard
         self._facts: fact_table.FactTable | None = None  # the generation's session table
@@ -152,8 +156,20 @@ class ChromaKB:
             ) from None
         self.generation = gen.name
 
+    def _pointer_signature(self) -> tuple[int, int, int, int] | None:
+        """CURRENT's inode, size and times: a switch replaces the file (kb_store.generations
+        `switch_pointer`), so an equal signature means the generation it names is unchanged."""
+        try:
+            st = os.stat(Path(self.kb_dir) / POINTER)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
     def _collection(self) -> Any:
         if not self.chroma_url:
+            sig = self._pointer_signature()
+            if sig is not None and sig == self._read_pointer and self._col is not None:
+                return self._col  # the pointer read last time is still in place: no re-read
             gen = current_generation(self.kb_dir)
             if gen is None:
                 raise KBMissingError(f"knowledge base at {self.kb_dir} disappeared")
@@ -162,6 +178,8 @@ class ChromaKB:
                     if gen.name != self.generation:
                         self.close()
                         self._open()
+            # the signature taken before the read: a switch after it makes the next call read
+            self._read_pointer = sig
         return self._col
 
     def live_generation(self) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.agents.final import cohort_t_patients
-from engine.agents.guard import Generation, prompt_text, with_allowed
+from engine.agents.guard import Generation, prompt_text
 from engine.clinical import cohort_table, item_cohort, table_stats
 from engine.clinical.cohort import compute_cohort, render_cohort_facts
 from engine.clinical.findings import course_and_findings
@@ -99,7 +99,7 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     scoped = answer_facts(state, ctx, cohort)
     gen = Generation(state, ctx, scoped["ledger"], scoped["statements"])
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
-    req = gen.sized(with_allowed(req, req.user), cohort_t_patients(cohort))
+    req = gen.sized(gen.allowing(req, req.user), cohort_t_patients(cohort))
     fallback = dense.cohort_text(cohort, scoped["statements"])
     (text,) = gen.texts([req], [fallback])
     g = gen.release("cohort", req, text, fallback)

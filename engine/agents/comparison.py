@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from engine.agents.guard import Generation, prompt_text, with_allowed
+from engine.agents.guard import Generation, prompt_text
 from engine.clinical.series import fmt, fmt_signed
 from engine.llm.base import LLMRequest
 from engine.prompts import load_prompt
@@ -94,7 +94,7 @@ def comparison_node(state: State, ctx: NodeContext) -> dict:
     gen = Generation(state, ctx)
     table_b = build_table_b(r for rs in state.series.values() for r in rs)
     b_text = render_table_b(table_b)
-    req = with_allowed(
+    req = gen.allowing(
         comparison_request(state.query, table_b, ctx.contexts.combined, state.notes), b_text
     )
     req = gen.sized(req)

@@ -60,7 +60,9 @@ def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
         fallbacks[d] = dense.domain_text(d, rows, ctx.contexts, state.statements)
         req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
         if req is not None:
-            reqs[d] = gen.sized(with_allowed(req, render_series_table(rows)))
+            if gen.model_writes:
+                req = with_allowed(req, render_series_table(rows))
+            reqs[d] = gen.sized(req)
     names = [d for d in domains if d in reqs]
     texts = gen.texts([reqs[d] for d in names], [fallbacks[d] for d in names])
     narratives = dict(state.narratives)

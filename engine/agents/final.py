@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.agents.guard import Generation, prompt_text, with_allowed
+from engine.agents.guard import Generation, prompt_text
 from engine.clinical.findings import all_red_flags, incongruence_flags, red_flags
 from engine.clinical.series import fmt, render_series_table
 from engine.grounding.screening import screen_and_annotate
@@ -182,15 +182,17 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     req = final_request(
         state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined, given
     )
-    req = with_allowed(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
     gen = Generation(state, ctx)
+    req = gen.allowing(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
     if state.cohort is not None:  # the summary of a cohort answer renders the cohort finding
         req = gen.sized(req, cohort_t_patients(state.cohort), renders="cohort")
     else:
         req = gen.sized(req)
     (text,) = gen.texts([req], [fallback])
     summary = gen.release("final", req, text, fallback, flags)
-    summary, screening = screen_and_annotate(summary, state.plan, ctx.kb.patient_ids())
+    # the KB's ids are read only for a plan that names no patient (engine.grounding.screening)
+    known = () if state.plan.patients else ctx.kb.patient_ids()
+    summary, screening = screen_and_annotate(summary, state.plan, known)
     return {
         "flags": flags,
         "mode": mode,

@@ -98,6 +98,16 @@ class Generation:
         shown = self.plan_patients if patients is None else patients
         return budget.sized(req, self.statements, shown, self.ctx.cfg.max_new_tokens, renders)
 
+    @property
+    def model_writes(self) -> bool:
+        """Whether a model writes this node's texts (the facts backend renders them)."""
+        return self.ctx.llm is not None
+
+    def allowing(self, req: LLMRequest, *fact_texts: str) -> LLMRequest:
+        """`with_allowed(req, *fact_texts)` when a model writes: number-safe decoding is the
+        only reader of the allowed numbers, so a facts-backend request carries none."""
+        return with_allowed(req, *fact_texts) if self.model_writes else req
+
     def texts(self, reqs: Sequence[LLMRequest], fallbacks: Sequence[str]) -> list[str]:
         """The facts texts with the facts backend, else one generation per request."""
         return list(fallbacks) if self.ctx.llm is None else self.generate(reqs)

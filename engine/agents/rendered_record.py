@@ -51,30 +51,24 @@ class _Claim:
     def supported(self) -> bool:
         return not self.reason
 
-    def to_dict(self, fv_dict: Any) -> dict[str, Any]:
+    def to_dict(self, fv_dict: _ValueDicts) -> dict[str, Any]:
         fv = self.matched[0] if self.matched else None
-        return {
+        out = {
             "span": [self.tok.start, self.tok.end],
             "text": self.tok.text,
             "value": self.tok.value,
             "role": self.role,
-            "kind": fv.kind if fv and self.role == "value" else None,
-            "patient": fv.patient if fv else None,
-            "visit": fv.visit if fv else None,
-            "ref_visit": None,
-            "domain": fv.domain if fv else None,
-            "items": [fv.item] if fv and fv.kind == "item" and fv.item else None,
-            "direction": None,
-            "date": fv.date if fv else None,
-            "reference": False,
-            "context": True,
-            "status": "correct" if self.supported else "wrong",
-            "reason": self.reason,
-            "expected": [],
-            "matched": [fv_dict(f) for f in self.matched[:MAX_MATCHED]],
-            "matched_total": len(self.matched),
-            "statements": list(self.ids),
         }
+        out.update(fv_dict.context(fv, self.role == "value"))  # "kind" to "context"
+        if out["items"] is not None:
+            out["items"] = list(out["items"])  # each claim its own list, as before
+        out["status"] = "correct" if not self.reason else "wrong"
+        out["reason"] = self.reason
+        out["expected"] = []
+        out["matched"] = [fv_dict(f) for f in self.matched[:MAX_MATCHED]]
+        out["matched_total"] = len(self.matched)
+        out["statements"] = list(self.ids)
+        return out
 
 
 class _ValueDicts:
@@ -83,6 +77,7 @@ class _ValueDicts:
 
     def __init__(self) -> None:
         self.made: dict[int, dict[str, Any]] = {}
+        self.contexts: dict[tuple[int, bool], dict[str, Any]] = {}
 
     def __call__(self, f: FactValue) -> dict[str, Any]:
         got = self.made.get(id(f))
@@ -90,14 +85,47 @@ class _ValueDicts:
             got = self.made[id(f)] = dict(vars(f))
         return got
 
+    def context(self, fv: FactValue | None, value_role: bool) -> dict[str, Any]:
+        """A claim's fields from "kind" to "context", which follow from its first matched
+        value and whether it is a value (copied into each claim; made once per run)."""
+        key = (id(fv), value_role)
+        got = self.contexts.get(key)
+        if got is None:
+            got = self.contexts[key] = {
+                "kind": fv.kind if fv and value_role else None,
+                "patient": fv.patient if fv else None,
+                "visit": fv.visit if fv else None,
+                "ref_visit": None,
+                "domain": fv.domain if fv else None,
+                "items": None,
+                "direction": None,
+                "date": fv.date if fv else None,
+                "reference": False,
+                "context": True,
+            }
+            if fv and fv.kind == "item" and fv.item:
+                got["items"] = [fv.item]
+        return got
+
+
+def _ends_with(pat: re.Pattern[str], before: str, words: tuple[str, ...]) -> bool:
+    """`pat.search(before)` for a pattern anchored at the end whose every match starts with one
+    of `words` and continues with list characters only (digits, commas, "and"): such a match
+    starts at the last occurrence of one of the words, so only that start is tried."""
+    if not before.isascii():
+        return pat.search(before) is not None
+    low = before.lower()
+    j = max(low.rfind(w) for w in words)
+    return j >= 0 and pat.match(before, j) is not None
+
 
 def _role(text: str, tok: NumberToken, start: int) -> str:
     if tok.kind == "date":
         return "date"
     before = text[max(start, tok.start - 60) : tok.start]
-    if VISIT_BEFORE.search(before):
+    if _ends_with(VISIT_BEFORE, before, ("visit",)):
         return "visit"
-    if PATIENT_BEFORE.search(before):
+    if _ends_with(PATIENT_BEFORE, before, ("patient", "proj id")):
         return "patient"
     return "value"
 
@@ -112,11 +140,11 @@ def _claim(
     for c in cits:  # innermost first
         pool = pools.get(c.ids)
         if pool is None:
+            # a cohort text cites every statement of its run: those in the run's order
+            whole = len(c.ids) == len(sts)
             run = pools.get(("index",))
             if run is None:
                 run = pools[("index",)] = RunIndex(sts)
-            # a cohort text cites every statement of its run: those in the run's order
-            whole = len(c.ids) == len(sts)
             pool = pools[c.ids] = Pool(
                 sts.items if whole else [sts.get(i) for i in c.ids], run, whole
             )
@@ -158,6 +186,7 @@ def _claims(r: Rendered, sts: Statements, toks: Sequence[NumberToken], pools: di
     and tokens another text of the run already had (the final text repeats the agents' texts)
     reuses that text's claims, before narrowing (engine runs are read once per run: `pools`)."""
     holding = _holding(r, toks)
+    cit_starts = [c.start for c in r.citations]  # sorted by start (engine.writing.citing.finish)
     out: list[_Claim] = []
     i, n = 0, len(toks)
     while i < n:
@@ -176,8 +205,10 @@ def _claims(r: Rendered, sts: Statements, toks: Sequence[NumberToken], pools: di
             outer.ids,
             tuple(
                 (c.start - a, c.end - a, c.ids, c.depth)
-                for c in r.citations
-                if a <= c.start and c.end <= outer.end and c is not outer
+                for c in r.citations[
+                    bisect_left(cit_starts, a) : bisect_left(cit_starts, outer.end)
+                ]
+                if c.end <= outer.end and c is not outer
             ),
             tuple(
                 (t.start - a, t.end - a, t.text, t.value, t.kind, t.signed, t.decimals, t.date)
@@ -236,12 +267,17 @@ def _sentences(r: Rendered, claims: Sequence[_Claim], fv_dict: Any) -> list[dict
     """One verdict per sentence; `citations` index the record's citation list."""
     out = []
     starts = [c.tok.start for c in claims]  # in text order
-    cit_starts = [c.start for c in r.citations]  # sorted by start (engine.writing.citing.finish)
+    cits = r.citations  # sorted by start (engine.writing.citing.finish)
+    k, active = 0, []  # indexes of the citations started so far that may still reach on
     for _p, a, b in split_sentences(r.text):
         mine = claims[bisect_left(starts, a) : bisect_left(starts, b)]
-        over = [
-            k for k in range(bisect_left(cit_starts, b)) if a < r.citations[k].end
-        ]  # the citations that start before the sentence ends and end after it starts
+        while k < len(cits) and cits[k].start < b:
+            active.append(k)
+            k += 1
+        # the citations that start before the sentence ends and end after it starts (sentences
+        # come in text order: one that ended before this sentence ends before every later one)
+        active = [j for j in active if cits[j].end > a]
+        over = list(active)
         cited = bool(over)
         bad = [c for c in mine if not c.supported]
         status = "unsupported" if bad else "supported" if cited else "neutral"

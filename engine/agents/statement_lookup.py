@@ -2,17 +2,16 @@
 
 `RunIndex`: every value of the run's statements once, in order of first statement, with the
 statements that state it and where; its lookup tables (by value, size, visit, date) are built per
-group on the first lookup of that group. `Pool`: one citation's statements, the run's index
-filtered to the values they state, in the order of the statements as cited and of the values in
-each (the order of `ledger_of` over them). engine.agents.rendered_record builds a text's record
-from these lookups.
+group on the first lookup of that group. `Pool`: one citation's statements and the values they
+state, in the order of the statements as cited and of the values in each (the order of
+`ledger_of` over them): its own tables when it is small, else the run's filtered to it. engine.agents.rendered_record builds a text's record from these lookups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.clinical.statements import Statement, Statements
+from engine.clinical.statements import Statement, Statements, ledger_of
 from engine.grounding.numbers import NumberToken
 from engine.types import FactValue
 
@@ -20,31 +19,30 @@ from engine.types import FactValue
 IDENT_KINDS = ("visit", "date")
 
 
-def _first(h: tuple[tuple[int, int], FactValue]) -> tuple[int, int]:
-    return h[0]
-
-
 class RunIndex:
     """Every value of the run's statements (each once, in order of first statement), with the
-    statements that state it and where; a citation's pool filters these. The lookup tables
-    (by value, size, visit, date) are built per group on the first lookup of that group: a
-    cohort run states thousands of values and its texts look up a few kinds of them."""
+    statements that state it and where; a large citation's pool filters these. The lookup tables (by value, size, visit, date) are built per
+    group on the first lookup of that group: a cohort run states thousands of values and its
+    texts look up a few kinds of them."""
 
     def __init__(self, sts: Statements):
-        owners: dict[int, list[tuple[str, int]]] = {}
-        uniq: list[FactValue] = []
-        for st in sts:
-            sid = st.id
-            for pos, v in enumerate(st.values):
-                mine = owners.get(id(v))
-                if mine is None:
-                    owners[id(v)] = [(sid, pos)]
-                    uniq.append(v)
-                else:
-                    mine.append((sid, pos))
-        self.owners = owners
-        self.uniq = uniq
+        self.sts = sts
+        self.uniq = ledger_of(sts)
+        self._owners: dict[int, list[tuple[str, int]]] | None = None
         self.groups: dict[str, dict[object, list[FactValue]]] = {}
+
+    @property
+    def owners(self) -> dict[int, list[tuple[str, int]]]:
+        """Per value (by identity): the statements that state it and where (built on first use:
+        only a large citation's pool that does not cite every statement reads it)."""
+        if self._owners is None:
+            owners: dict[int, list[tuple[str, int]]] = {}
+            for st in self.sts:
+                sid = st.id
+                for pos, v in enumerate(st.values):
+                    owners.setdefault(id(v), []).append((sid, pos))
+            self._owners = owners
+        return self._owners
 
     def bucket(self, group: str, key: object) -> list[FactValue]:
         """The values of one lookup group under one key, in the run's order."""
@@ -116,23 +114,49 @@ _GROUP_OF = {
 }
 
 
+#: a pool of at most this many statements builds its own lookup tables; a larger one filters
+#: the run's (a final text's paragraph cites a hundred statements and looks up a dozen numbers)
+SMALL_POOL = 8
+
+
+def _first(h: tuple[tuple[int, int], FactValue]) -> tuple[int, int]:
+    return h[0]
+
+
 class Pool:
-    """The values and identifiers of one citation's statements, for lookup: the run's index
-    filtered to the values these statements state, in the order of the statements as cited and
-    of the values in each (the order of `ledger_of` over them); lookups are kept per token."""
+    """The values and identifiers of one citation's statements, for lookup: the values these
+    statements state, each once, in the order of the statements as cited and of the values in
+    each (the order of `ledger_of` over them). A small pool builds its own lookup tables per
+    group, on the first lookup of that group, from its values in that order; a larger one
+    filters the run's tables (`RunIndex`) to its statements and orders the hits; a pool that
+    cites every statement takes the run's tables as they are. Lookups are kept per token."""
 
     def __init__(self, sts: Sequence[Statement], run: RunIndex, whole: bool = False):
         self.run = run
         self.patients = {s.patient for s in sts}
         self.visits = {v for s in sts for v in s.visits}
-        self.rank: dict[str, int] = {}
-        for i, s in enumerate(sts):
-            self.rank.setdefault(s.id, i)
-        #: every statement of the run, in the run's order: a bucket is already in pool order
+        #: every statement of the run, in the run's order: a run bucket is already in pool order
         self.whole = whole
+        self.small = not whole and len(sts) <= SMALL_POOL
+        self._sts = sts
+        self.rank: dict[str, int] = {}
+        if not self.small:
+            for i, s in enumerate(sts):
+                self.rank.setdefault(s.id, i)
+        self.groups: dict[str, dict[object, list[FactValue]]] = {}
         self.found: dict[tuple, list[FactValue]] = {}
 
+    def _own(self, group: str, key: object) -> list[FactValue]:
+        table = self.groups.get(group)
+        if table is None:
+            for name, built in _GROUPS[_GROUP_OF[group]](ledger_of(self._sts)).items():
+                self.groups[name] = built
+            table = self.groups[group]
+        return table.get(key, [])
+
     def _pick(self, group: str, key: object) -> list[FactValue]:
+        if self.small:
+            return list(self._own(group, key))
         bucket = self.run.bucket(group, key)
         if not bucket or self.whole:
             return list(bucket)
@@ -159,6 +183,9 @@ class Pool:
 
     def _first_hit(self, group: str, key: object) -> FactValue | None:
         """`_pick(group, key)[0]` (or None), without ordering the rest."""
+        if self.small:
+            own = self._own(group, key)
+            return own[0] if own else None
         bucket = self.run.bucket(group, key)
         if not bucket or self.whole:
             return bucket[0] if bucket else None

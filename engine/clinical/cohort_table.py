@@ -7,7 +7,9 @@ patient at 100,000 documents; a cohort question over 10,000 patients would take 
 session table holds the same metadata (same build, same generation, checked stamps), so:
 
 - `patient_facts` gives exactly the `Fact` rows `engine.retrieve.facts_from_doc` builds from the
-  documents (same order, same values) for the plan's patients, from an index on ``proj_id``;
+  documents (same order, same values) for the plan's patients, from an index on ``proj_id``, each
+  with the caveat `engine.clinical.caveats.mark_facts` would give it, read from the table's codes
+  (`caveat_table`, judged once per table generation: the same judgement over the same rows);
 - `cohort_frame` + `table_stats.compute_cohort_table` give exactly what `engine.clinical.cohort.compute_cohort`
   gives from Fact objects (the tests compare both on the 44-patient and the MA-RAG KB, and every
   statistic with pandas on the source CSV at 2,000 patients), with numpy over the per-domain
@@ -22,12 +24,13 @@ session table holds the same metadata (same build, same generation, checked stam
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from engine.clinical.caveats import NAMES as CAVEAT_NAMES
 from engine.clinical.caveats import CaveatRule, caveat_codes, rule_of
 from engine.clinical.cohort_index import CohortIndex, Selection, select
 from engine.types import Fact
@@ -60,8 +63,10 @@ def _codes(profile: str, domain: str) -> list[str]:
     return [i.code for i in load_profile(profile).items_of(domain)]
 
 
-def row_facts(r: dict[str, Any]) -> list[Fact]:
-    """The Fact rows of one table row, as `facts_from_doc` builds them from the document."""
+def row_facts(r: dict[str, Any], caveat: Mapping[str, int] | None = None) -> list[Fact]:
+    """The Fact rows of one table row, as `facts_from_doc` builds them from the document; with
+    `caveat` (the row's code per domain, `caveat_table`), each scored fact carries its caveat
+    as `engine.clinical.caveats.mark_facts` sets it."""
     prof = load_profile(r["profile"])
     items_all = json.loads(r["items_json"] or "{}")
     out = []
@@ -70,6 +75,8 @@ def row_facts(r: dict[str, Any]) -> list[Fact]:
         if dom not in prof.domains or miss is None or pd.isna(miss):
             continue
         score = r.get(f"score_{dom}")
+        score = None if score is None or pd.isna(score) else float(score)
+        code = caveat.get(dom, 0) if caveat is not None and score is not None else 0
         out.append(
             Fact(
                 patient=int(r["proj_id"]),
@@ -77,12 +84,13 @@ def row_facts(r: dict[str, Any]) -> list[Fact]:
                 date=str(r["date"]),
                 instrument=str(r["instrument"]),
                 domain=dom,
-                score=None if score is None or pd.isna(score) else float(score),
+                score=score,
                 items={c: items_all.get(c) for c in _codes(r["profile"], dom)},
                 doc_id=str(r["doc_id"]),
                 missing=int(miss),
                 profile=str(r["profile"]),
                 condition=str(r["condition"] or ""),
+                caveat=CAVEAT_NAMES[int(code)],
             )
         )
     return out
@@ -97,24 +105,31 @@ def _columns(table: FactTable) -> dict[str, np.ndarray]:
     return cols
 
 
-def patient_rows(table: FactTable, proj_id: int, instruments: Sequence[str] | None) -> list[dict]:
-    """One patient's session rows (instrument filter), sorted like `KBReader.session_docs`."""
+def patient_rows(
+    table: FactTable, proj_id: int, instruments: Sequence[str] | None
+) -> list[tuple[int, dict]]:
+    """One patient's session rows (instrument filter) with their table positions, sorted like
+    `KBReader.session_docs`."""
     pos = _index(table).get(int(proj_id))
     if pos is None:
         return []
     cols = _columns(table)
-    rows = [{c: a[i] for c, a in cols.items()} for i in pos.tolist()]
+    rows = [(i, {c: a[i] for c, a in cols.items()}) for i in pos.tolist()]
     wanted = set(instruments or ())
-    rows = [r for r in rows if not wanted or r["instrument"] in wanted]
-    return sorted(rows, key=lambda r: (r["visit"], r["instrument"], r["doc_id"]))
+    rows = [(i, r) for i, r in rows if not wanted or r["instrument"] in wanted]
+    return sorted(rows, key=lambda ir: (ir[1]["visit"], ir[1]["instrument"], ir[1]["doc_id"]))
 
 
 def patient_facts(
-    table: FactTable, proj_id: int, instruments: Sequence[str] | None
+    table: FactTable, proj_id: int, instruments: Sequence[str] | None, rule: CaveatRule
 ) -> list[tuple[str, list[Fact]]]:
-    """[(condition, facts of one session document)] for one patient, in document order."""
+    """[(condition, facts of one session document)] for one patient, in document order, each
+    fact with its caveat under `rule` (`caveat_table`: the table's codes, judged once per table
+    over each patient's whole OFF record, as `caveats.mark_facts` judges the facts)."""
+    codes = caveat_table(table, rule)
     return [
-        (str(r["condition"] or ""), row_facts(r)) for r in patient_rows(table, proj_id, instruments)
+        (str(r["condition"] or ""), row_facts(r, {d: c[i] for d, c in codes.items()}))
+        for i, r in patient_rows(table, proj_id, instruments)
     ]
 
 
@@ -189,9 +204,18 @@ def cohort_index(table: FactTable, rule: CaveatRule | None = None) -> CohortInde
     cache = table.__dict__.setdefault("_cohort_index", {})
     ix = cache.get(rule)
     if ix is None:
-        a = _arrays(table)
-        ix = cache[rule] = CohortIndex(a, _caveat_codes(a, rule))
+        ix = cache[rule] = CohortIndex(_arrays(table), caveat_table(table, rule))
     return ix
+
+
+def caveat_table(table: FactTable, rule: CaveatRule) -> dict[str, np.ndarray]:
+    """Per domain and table row, its caveat code under `rule` (`_caveat_codes`), computed once
+    per table object and rule (a new KB generation is a new table)."""
+    cache = table.__dict__.setdefault("_caveats", {})
+    got = cache.get(rule)
+    if got is None:
+        got = cache[rule] = _caveat_codes(_arrays(table), rule)
+    return got
 
 
 def cohort_frame(

@@ -85,7 +85,7 @@ class _Builder:
         key: tuple | None = None,
     ) -> None:
         self.out.add(
-            Statement(
+            Statement.make(
                 self.out.next_id(),
                 kind,
                 patient,

@@ -84,6 +84,33 @@ class NumberToken:
     decimals: int = 0
     date: str | None = None
 
+    @classmethod
+    def make(
+        cls,
+        text: str,
+        value: float,
+        start: int,
+        end: int,
+        kind: str = "number",
+        signed: bool = False,
+        decimals: int = 0,
+        date: str | None = None,
+    ) -> NumberToken:
+        """The same token as `NumberToken(...)`, without the frozen dataclass's per-field
+        `object.__setattr__` (every number of every text of a run is one)."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(
+            text=text,
+            value=value,
+            start=start,
+            end=end,
+            kind=kind,
+            signed=signed,
+            decimals=decimals,
+            date=date,
+        )
+        return obj
+
 
 def normalise(text: str) -> str:
     """Unicode minus and dashes to ASCII so that offsets stay the same (one char for one char)."""
@@ -108,7 +135,7 @@ def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
 
 
 def _shifted(t: NumberToken, d: int) -> NumberToken:
-    return NumberToken(
+    return NumberToken.make(
         t.text, t.value, t.start + d, t.end + d, t.kind, t.signed, t.decimals, t.date
     )
 
@@ -146,7 +173,7 @@ def _date_tokens(text: str, low: str | None, taken: bytearray) -> list[NumberTok
                 continue
             taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
             out.append(
-                NumberToken(
+                NumberToken.make(
                     m.group(),
                     float(iso.replace("-", "")[:8] or 0),
                     m.start(),
@@ -186,7 +213,7 @@ def _listed_days(
         taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
         year_at[m.start()] = year
         out.append(
-            NumberToken(
+            NumberToken.make(
                 m.group(), float(iso.replace("-", "")), m.start(), m.end(), "date", date=iso
             )
         )
@@ -209,12 +236,12 @@ def _number_tokens(text: str, taken: bytearray) -> list[NumberToken]:
         elif m.group("ord"):
             kind = "ordinal"
         elif not sign and decimals == 0 and _YEAR.fullmatch(num):
-            out.append(NumberToken(m.group(), value, m.start(), m.end(), kind="date", date=num))
+            out.append(NumberToken.make(m.group(), value, m.start(), m.end(), "date", date=num))
             continue
         else:
             kind = "number"
         out.append(
-            NumberToken(
+            NumberToken.make(
                 m.group(),
                 value,
                 m.start(),

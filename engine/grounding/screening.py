@@ -162,9 +162,13 @@ def screen(
     findings: list[dict[str, Any]] = []
     # an ASCII text lacking every literal a rule needs cannot match it: its scan is skipped
     low = text.lower() if text.isascii() else None
+    present: dict[tuple[str, ...], bool] = {}  # three rules need the same drug words
     for (rule, message, pat), needs in zip(RULES, _RULE_NEEDS, strict=True):
-        if low is not None and needs is not None and not any(w in low for w in needs):
-            continue
+        if low is not None and needs is not None:
+            if needs not in present:
+                present[needs] = any(w in low for w in needs)
+            if not present[needs]:
+                continue
         for m in literal_scan.finditer(pat, text, low):
             if rule == "prescriptive_treatment" and _is_score_statement(m):
                 continue
