@@ -23,6 +23,7 @@ from engine.grounding.sentence_scope import (
     visits_in,
 )
 from engine.grounding.sentence_verdict import SentenceVerdict, assertion_record
+from engine.grounding.vocabulary import THRESHOLD_FOR
 from engine.types import FactValue
 
 #: (start, end, word, label) of a direction word in the text
@@ -62,6 +63,8 @@ def _direction_words(ctx: SentenceCtx) -> list[DirectionWord]:
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             word = m.group(0)
+            if THRESHOLD_FOR.search(ctx.text[max(ctx.s0, m.start() - 45) : m.start()]):
+                continue  # "the 2.51-point MCID for worsening": names the threshold
             after = ctx.text[m.end() : m.end() + 30]
             if (
                 label == "unchanged"

@@ -27,6 +27,7 @@ from engine.grounding.vocabulary import (
     NEGATIVE_DIR,
     POSITIVE_DIR,
     SIGNED_KINDS,
+    THRESHOLD_FOR,
     code_domains,
     codes_in_domain,
 )
@@ -472,8 +473,8 @@ def _bind_directions(
 
     for m in literal_scan.finditer(DIRECTION_RE, text, low, s0, s1):
         before = text[max(s0, m.start() - 25) : m.start()].lower()
-        if _NEGATED_BEFORE.search(before[-12:]):
-            continue
+        if _NEGATED_BEFORE.search(before[-12:]) or THRESHOLD_FOR.search(before):
+            continue  # "the MCID for worsening" names a threshold, not a change's direction
         sign = _direction_sign(m.group(1).lower(), before)
         if sign is None:
             continue

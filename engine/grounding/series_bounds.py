@@ -6,7 +6,8 @@ checker's word assertions; run before the numbers, since the bound is no value a
   the whole selected series when it names none) is at most (at least) the bound;
 - "rated 0 at every visit", "scored 2 at each assessment", "0 at all visits": every value is it;
 - "1 or less at every visit", "at least 2 at every visit": every value is within the bound;
-- "never moved more than 2 points from one assessment to the next": every step is within it.
+- "never moved more than 2 points from one assessment to the next": every step is within it;
+- "no item was ever rated above 2": every item rating of the patient is within it.
 
 One value on the wrong side contradicts the sentence. The bound's number is the claim's, not a
 value of one visit: the claim reader's verdict on it is set aside (`spans`)."""
@@ -45,7 +46,18 @@ _EVERY = re.compile(
     r"(?:(?:one\s+)?of\s+(?:the|(?:patient|participant)\s+#?(?P<pat>\d+)['’]s|their|his|her|its)\s+)?"
     r"(?P<after>(?:subsequent|following|later|remaining|other)\s+)?(?:\d+\s+)?"
     r"(?:(?:MDS-)?UPDRS\s+|PDQ-?8\s+)?(?:visits?|assessments?|sessions?|questionnaires?)\b"
-    r"|throughout\b)",
+    r"|throughout\b)"
+    # "at every assessment after baseline": the first assessment left out
+    r"(?P<after_first>\s+(?:after|since|following)\s+(?:the\s+)?(?:baseline|first\s+(?:one|visit|"
+    r"assessment|session)|first\b))?",
+    re.I,
+)
+_PDQ8 = re.compile(r"\bPDQ-?8\b", re.I)
+#: "no item was ever rated above 2", "no item scored higher than 1": every item of the patient
+_NO_ITEM = re.compile(
+    r"\bno\s+(?:single\s+|other\s+)?(?:(?:MDS-)?UPDRS\s+|PDQ-?8\s+)?item\s+(?:was\s+|were\s+|is\s+)?"
+    r"(?:ever\s+)?(?:been\s+)?(?:rated|scored|recorded)\s+"
+    rf"(?P<above>{_ABOVE})\s+(?P<n>{_N})(?!\.?\d)",
     re.I,
 )
 #: "never moved more than 2 points from one assessment to the next": a bound on every step
@@ -110,7 +122,56 @@ def check_series_bounds(
     for m in literal_scan.finditer(_STEP_BOUND, ctx.text, ctx.low, ctx.s0, ctx.s1):
         out.spans.append(m.span("n"))
         out.held += _check_step_bound(ctx, view, m, only_patient, v)
+    for m in literal_scan.finditer(_NO_ITEM, ctx.text, ctx.low, ctx.s0, ctx.s1):
+        out.spans.append(m.span("n"))
+        out.held += _check_no_item(ctx, view, m, only_patient, v)
     return out
+
+
+def _check_no_item(
+    ctx: SentenceCtx,
+    view: FactsView,
+    m: re.Match[str],
+    only_patient: int | None,
+    v: SentenceVerdict,
+) -> int:
+    """ "no item was ever rated above 2": every item rating of the patient within the clause's
+    visit span (the whole record when it names none) is at most the bound; the items of the
+    PDQ-8 when the sentence names it, else of the MDS-UPDRS (its items are what "item" means in
+    a clinical note). 1 when it holds for every patient."""
+    ca, cb = ctx.clause(m.start())
+    pdq = bool(_PDQ8.search(ctx.text, ctx.s0, ctx.s1))
+    patients = patients_for(ctx, m.start(), only_patient)
+    said, bound = m.group(0), float(m.group("n"))
+    if not patients:
+        v.fail("series", f"'{said}': cannot tell which patient it describes")
+        return 0
+    for p in patients:
+        mine = {
+            code: s
+            for (q, code), s in view.items.items()
+            if q == p and s and (view.item_domain.get(code) == "qol") == pdq
+        }
+        every = {x: f for s in mine.values() for x, f in s.items()}
+        if not every:
+            v.fail("series", f"'{said}' (patient {p}): the facts hold no item ratings")
+            return 0
+        lo, hi = visit_span(ctx, ca, cb, every) or (min(every), max(every))
+        bad = sorted(
+            (f for s in mine.values() for x, f in s.items() if lo <= x <= hi),
+            key=lambda f: (-float(f.value), int(f.visit or 0), f.item or ""),
+        )
+        if bad and float(bad[0].value) > bound:
+            f = bad[0]
+            v.fail(
+                "series",
+                f"'{said}' (patient {p}): needs every item at most {num_text(bound)}; the facts "
+                f"say item {f.item} {num_text(f.value)} at visit {f.visit}",
+            )
+            return 0
+        vals = [every[x] for x in sorted(every) if lo <= x <= hi]
+        v.facts.append(assertion_record("series", said, p, every, (lo, hi), vals))
+    return 1
 
 
 def _check_step_bound(
@@ -158,6 +219,10 @@ def _span(ctx: SentenceCtx, ca: int, cb: int, m: re.Match[str], series: dict) ->
     """The visits a bound covers: the clause's span; "at every subsequent assessment" the
     visits after the last one the sentence names before it ("absent at visit 1 but scored 1
     at every subsequent assessment"), through the one it names after it, else the latest."""
+    if m.groupdict().get("after_first"):  # "at every assessment after baseline"
+        later = sorted(series)[1:]
+        if later:
+            return later[0], max(series)
     if m.groupdict().get("after"):
         before = [
             c.value

@@ -123,9 +123,11 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"\b(?:increase[sd]?|decrease[sd]?|rose|rise[sn]?|fell|fall(?:s|en)?|drop(?:ped|s)?|"
             r"change[sd]?|improv\w*|worsen\w*|declin\w*|gain(?:ed)?|los[st]|reduc\w*|went (?:up|down))"
-            r"\s*(?:of|by)?\s*(?:about\s+)?$",
+            r"\s*(?:(?:only|just)\s+)?(?:of|by)?\s*(?:(?:about|only|just)\s+)?$",
             "change",
         ),
+        # "worsened in patient 60: Part I by 7 (6 to 13), Part II by 4 (5 to 9)": a part's change
+        (r"\b(?:part\s+(?:iii|ii|i|[1-3])|motor|non-?motor|adl)\s+(?:score\s+)?by\s*$", "change"),
         (
             r"\b(?:a|an)\s+(?:increase|decrease|change|rise|drop|reduction|improvement|worsening)\s+of\s*$",
             "change",
@@ -137,6 +139,11 @@ KIND_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 COUNT_INSTRUMENT_RE = re.compile(r"^\s*(?:(pdq)-?8|(?:mds-)?(updrs))\s", re.I)
 #: an instrument label right before a count: "UPDRS: 5 assessments", "PDQ-8 - 4 assessments"
 COUNT_LABEL_RE = re.compile(r"\b(?:(pdq)-?8|(?:mds-)?(updrs))\s*[:\u2013-]\s*$", re.I)
+#: "the 2.51-point MCID for worsening": a direction word naming which threshold, not a change
+THRESHOLD_FOR = re.compile(
+    r"\b(?:mcid|minimal clinically important difference|threshold|cut-?off)s?\s+(?:for|of)\s+$",
+    re.I,
+)
 DIRECTION_RE = re.compile(
     r"\b(improv\w*|better|decreas\w*|reduc\w*|fell|dropped|lower(?:ed)?|declin\w*|"
     r"worsen\w*|worse|deteriorat\w*|increas\w*|rose|risen|higher|progressed)\b",
