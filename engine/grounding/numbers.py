@@ -10,7 +10,7 @@ metrics all see the same numbers. Instrument names that contain digits ("PDQ-8",
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.grounding import literal_scan
 from engine.grounding.paragraphs import paragraphs
@@ -70,10 +70,10 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 _DIGIT = re.compile(r"\d")
 
 
-@dataclass(frozen=True)
-class NumberToken:
+class NumberToken(NamedTuple):
     """One number as written. `kind` is number | percent | date | ordinal; `signed` when it was
-    written with an explicit + or - sign; `date` is the ISO form (YYYY-MM-DD, YYYY-MM or YYYY)."""
+    written with an explicit + or - sign; `date` is the ISO form (YYYY-MM-DD, YYYY-MM or YYYY).
+    A named tuple: immutable, and cheap to build (every number of every text of a run is one)."""
 
     text: str
     value: float
@@ -83,33 +83,6 @@ class NumberToken:
     signed: bool = False
     decimals: int = 0
     date: str | None = None
-
-    @classmethod
-    def make(
-        cls,
-        text: str,
-        value: float,
-        start: int,
-        end: int,
-        kind: str = "number",
-        signed: bool = False,
-        decimals: int = 0,
-        date: str | None = None,
-    ) -> NumberToken:
-        """The same token as `NumberToken(...)`, without the frozen dataclass's per-field
-        `object.__setattr__` (every number of every text of a run is one)."""
-        obj = object.__new__(cls)
-        obj.__dict__.update(
-            text=text,
-            value=value,
-            start=start,
-            end=end,
-            kind=kind,
-            signed=signed,
-            decimals=decimals,
-            date=date,
-        )
-        return obj
 
 
 def normalise(text: str) -> str:
@@ -135,7 +108,7 @@ def _extract_numbers(text: str) -> tuple[NumberToken, ...]:
 
 
 def _shifted(t: NumberToken, d: int) -> NumberToken:
-    return NumberToken.make(
+    return NumberToken(
         t.text, t.value, t.start + d, t.end + d, t.kind, t.signed, t.decimals, t.date
     )
 
@@ -173,7 +146,7 @@ def _date_tokens(text: str, low: str | None, taken: bytearray) -> list[NumberTok
                 continue
             taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
             out.append(
-                NumberToken.make(
+                NumberToken(
                     m.group(),
                     float(iso.replace("-", "")[:8] or 0),
                     m.start(),
@@ -213,7 +186,7 @@ def _listed_days(
         taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
         year_at[m.start()] = year
         out.append(
-            NumberToken.make(
+            NumberToken(
                 m.group(), float(iso.replace("-", "")), m.start(), m.end(), "date", date=iso
             )
         )
@@ -236,12 +209,12 @@ def _number_tokens(text: str, taken: bytearray) -> list[NumberToken]:
         elif m.group("ord"):
             kind = "ordinal"
         elif not sign and decimals == 0 and _YEAR.fullmatch(num):
-            out.append(NumberToken.make(m.group(), value, m.start(), m.end(), "date", date=num))
+            out.append(NumberToken(m.group(), value, m.start(), m.end(), "date", date=num))
             continue
         else:
             kind = "number"
         out.append(
-            NumberToken.make(
+            NumberToken(
                 m.group(),
                 value,
                 m.start(),
