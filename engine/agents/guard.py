@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from contextvars import ContextVar
+from dataclasses import replace
 
 from engine.agents import budget
 from engine.agents.rendered_record import rendered_record
@@ -28,7 +29,7 @@ from engine.writing.citing import Rendered, finish
 def with_allowed(req: LLMRequest, *fact_texts: str) -> LLMRequest:
     """The request with the numbers its facts allow (instrument names carry digits: "PDQ-8")."""
     allowed = allowed_numbers(*fact_texts, "PDQ-8")
-    return LLMRequest(req.system, req.user, req.agent, allowed, req.max_new_tokens)
+    return replace(req, allowed_numbers=allowed)
 
 
 def prompt_text(req: LLMRequest) -> str:
@@ -172,15 +173,12 @@ class Generation:
             return text
 
         def regenerate(critique: str) -> str:
-            again = LLMRequest(
-                req.system,
-                req.user
+            again = replace(
+                req,
+                user=req.user
                 + "\n\nCritique of your previous answer: "
                 + critique
                 + "\nRewrite the answer.",
-                req.agent,
-                req.allowed_numbers,
-                req.max_new_tokens,
             )
             return self.generate([again])[0]
 

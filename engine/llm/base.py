@@ -71,6 +71,9 @@ class LLMRequest:
     )
     #: None = the backend's cfg.max_new_tokens; the agents set it (engine.agents.budget)
     max_new_tokens: int | None = None
+    #: the statements the text may cite, as (id as the prompt writes it, e.g. "S4", the numbers
+    #: that statement states, normalised like `allowed_numbers`); None = the text cites nothing
+    citable: tuple[tuple[str, frozenset[str]], ...] | None = None
 
 
 class LLM(Protocol):
