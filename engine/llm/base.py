@@ -14,6 +14,7 @@ tokens generated so far (rising), and "done" with the final count.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -59,6 +60,19 @@ def report_progress(sink: object | None, agent: str, stage: str, tokens: int = 0
         on_progress(agent, stage, tokens)
 
 
+#: a citation marker as a model writes it, BEFORE the clause it supports: "[S4]" or "[S4,S7]"
+#: (statement ids as the prompt gives them). It cites the text after it up to the next marker or
+#: the end of the sentence, so that decoding knows the cited statements while the clause's numbers
+#: are written. Decoding (engine.llm.number_safe) and the check of cited text read this one
+#: definition; the digits of a marker are not numbers of the text.
+CITE_MARKER = re.compile(r"\[(S\d+(?:,\s?S\d+)*)\]")
+
+
+def marker_ids(inner: str) -> tuple[str, ...]:
+    """The statement ids of a marker's inside ("S4,S7" -> ("S4", "S7"))."""
+    return tuple(x.strip() for x in inner.split(","))
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     system: str
@@ -72,7 +86,8 @@ class LLMRequest:
     #: None = the backend's cfg.max_new_tokens; the agents set it (engine.agents.budget)
     max_new_tokens: int | None = None
     #: the statements the text may cite, as (id as the prompt writes it, e.g. "S4", the numbers
-    #: that statement states, normalised like `allowed_numbers`); None = the text cites nothing
+    #: a clause citing it may write: its values, patient id, visits and the parts of its sessions'
+    #: dates, normalised like `allowed_numbers`); None = the text cites nothing (CITE_MARKER)
     citable: tuple[tuple[str, frozenset[str]], ...] | None = None
 
 
