@@ -64,6 +64,8 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if system == "product":
             row["fallback_used"] = sum(bool(r.get("fallback_used")) for r in rs)
             row["released"] = released_counts(rs)
+            row["cited_sentences"] = sum(int(r.get("cited_sentences") or 0) for r in rs)
+            row["cite_total"] = sum(int(r.get("cite_total") or 0) for r in rs)
         out.append(row)
     return out
 
@@ -233,6 +235,42 @@ def _released_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def wall_ratios(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """Per (dataset, task): the product's mean wall time divided by the single-pass baseline's,
+    on the same model and queries in the same run (only where both ran)."""
+    walls = {(r["dataset"], r["task"], r["system"]): r["wall_s"] for r in rows}
+    out = {}
+    for (ds, task, system), w in walls.items():
+        base = walls.get((ds, task, "single_pass"))
+        if system == "product" and w is not None and base:
+            out[(ds, task)] = round(w / base, 2)
+    return out
+
+
+def _model_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """How much the model writes: per dataset and task, the product's wall time over the
+    single-pass baseline's and the share of its model-written sentences that cite statements."""
+    ratios = wall_ratios(rows)
+    prod = [r for r in rows if r["system"] == "product"]
+    if not prod or not (ratios or any(r.get("cite_total") for r in prod)):
+        return []
+    lines = [
+        "",
+        "Model share (product): wall time / single-pass wall time; sentences of the model's "
+        "texts that cite statements:",
+        "",
+    ]
+    for r in prod:
+        ratio = ratios.get((r["dataset"], r["task"]))
+        n, tot = r.get("cited_sentences", 0), r.get("cite_total", 0)
+        share = f"{n} of {tot} ({n / tot:.2f})" if tot else "none written"
+        lines.append(
+            f"- {r['dataset']}, {r['task']}: wall ratio "
+            f"{'n/a' if ratio is None else f'{ratio:.2f}'}; citing sentences {share}"
+        )
+    return lines
+
+
 def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[str, Any]) -> str:
     """The report in markdown: header and guarantee, the aggregate table, definitions, and how
     the product's texts were released."""
@@ -245,7 +283,7 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], guarantee: dict[s
         "the statement check finds unsupported (n = unsupported sentences in all); 'coverage' = "
         "mean share of the final summary's key facts stated.",
     ]
-    lines += _released_lines(rows)
+    lines += _released_lines(rows) + _model_lines(rows)
     return "\n".join(lines) + "\n"
 
 

@@ -171,6 +171,17 @@ def statement_metrics(
     }
 
 
+def cited_counts(records: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """The sentences of the product's model-written texts that cite statements, and all the
+    sentences of those texts (a record's "cited" entry; texts written without statements to
+    cite, and the facts backend's rendered texts, have none and are not counted)."""
+    cited = [r["cited"] for r in records.values() if isinstance(r.get("cited"), dict)]
+    return {
+        "cited_sentences": sum(int(c.get("sentences", 0)) for c in cited),
+        "cite_total": sum(int(c.get("total", 0)) for c in cited),
+    }
+
+
 #: one system's run of a query: summary text, LLM calls, seconds, extra record details
 SystemRun = tuple[str, int, float, dict[str, Any]]
 
@@ -201,6 +212,7 @@ def _system_runs(
                 "screening_findings": len(product.screening),
                 "released": v.get("released", {}),
                 "removed_sentences": len(v.get("removed_sentences", [])),
+                **cited_counts(v.get("per_agent", {})),
             },
         )
     if "marag_unguarded" in systems:

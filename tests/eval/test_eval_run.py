@@ -193,3 +193,31 @@ def test_guarantee_counts_replaced_agent_texts_and_says_when_most_were_replaced(
     assert "2 of 3 queries (agent texts replaced: final 2, motor 1)" in line
     assert "on most queries" in line
     assert "on most queries" not in _fallback_line(product_guarantee([rec(1, [], 1)]))
+
+
+def test_report_gives_the_wall_ratio_to_single_pass_and_the_share_of_citing_sentences():
+    from engine.eval.eval_report import _model_lines, wall_ratios
+    from engine.eval.harness import cited_counts
+
+    counts = cited_counts(
+        {
+            "motor": {"cited": {"sentences": 3, "total": 4}},
+            "final": {"cited": {"sentences": 1, "total": 2}},
+            "adl": {"released": "replaced"},  # written without statements to cite: not counted
+        }
+    )
+    assert counts == {"cited_sentences": 4, "cite_total": 6}
+
+    def row(system: str, wall: float) -> dict:
+        return {"dataset": "synthetic", "task": "trajectory", "system": system, "wall_s": wall}
+
+    rows = [
+        {**row("product", 30.0), "cited_sentences": 4, "cite_total": 6},
+        row("single_pass", 10.0),
+        {**row("product", 12.0), "task": "cohort", "cited_sentences": 0, "cite_total": 0},
+    ]
+    assert wall_ratios(rows) == {("synthetic", "trajectory"): 3.0}
+    lines = "\n".join(_model_lines(rows))
+    assert "synthetic, trajectory: wall ratio 3.00; citing sentences 4 of 6 (0.67)" in lines
+    assert "synthetic, cohort: wall ratio n/a; citing sentences none written" in lines
+    assert _model_lines([row("single_pass", 10.0)]) == []
