@@ -133,9 +133,12 @@ def engine(llm: FakeLLM | None = None, extra: list[Session] | None = None, **kw)
 def echo_facts(req) -> str:
     """A scripted writer whose text passes the statement check: it restates the prompt's fact rows
     (lines naming a patient and a visit, the flag lines) word for word, starting a new paragraph
-    where the visits would go backwards (the visit-order rule is per paragraph)."""
+    where the visits would go backwards (the visit-order rule is per paragraph). The final
+    digest request (citable lines, no fact rows) is answered by `echo_cited`."""
     import re
 
+    if req.agent == "final" and req.citable:  # the digest: its lines, each after its id
+        return echo_cited(req)
     out: list[str] = []
     last: dict[str, int] = {}
     seen: set[str] = set()
@@ -154,3 +157,17 @@ def echo_facts(req) -> str:
             last[p] = v
         out.append(ln)
     return "\n".join(out) or f"The {req.agent} agent has no facts."
+
+
+def echo_cited(req) -> str:
+    """A scripted writer that cites: each citable line of the prompt restated as a sentence
+    after its id ("[S86] Patient 1, motor, ... worsened."), which the lookup check passes."""
+    import re
+
+    out = []
+    for ln in req.user.splitlines():
+        m = re.match(r"\[(S\d+)\] (.*)$", ln.strip())
+        if m:
+            line = m.group(2)
+            out.append(f"[{m.group(1)}] {line[:1].upper()}{line[1:]}.")
+    return " ".join(out) or f"The {req.agent} agent has no statements."
