@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from engine.clinical.key_facts import in_digest
 from engine.clinical.ledger import allowed_numbers
 from engine.clinical.series import fmt, fmt_signed
 from engine.clinical.statements import Statement, Statements
@@ -165,8 +166,12 @@ def citable_ids(req: LLMRequest) -> frozenset[str]:
 
 def key_statements(statements: Statements | None, patients: Sequence[int]) -> list[Statement]:
     """The final digest's statements: the run's key statements about `patients` (or of no
-    patient: cohort findings)."""
+    patient: cohort findings) that the digest states (engine.clinical.key_facts.in_digest)."""
     if statements is None:
         return []
     want = set(patients)
-    return [s for s in statements.key_facts if not want or s.patient in want or s.patient is None]
+    return [
+        s
+        for s in statements.key_facts
+        if (not want or s.patient in want or s.patient is None) and in_digest(s.kind)
+    ]

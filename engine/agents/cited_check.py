@@ -54,6 +54,7 @@ def prose_checker(
             coverage_min=spec.coverage_min,
             cohort=spec.cohort,
             analysis=spec.analysis,
+            digest=spec.digest,
         )
         rec["statements"] = st
         return rec
@@ -204,11 +205,12 @@ def cited_record(
     agent: str,
     plan_patients: Sequence[int] = (),
     coverage_min: float = 1.0,
+    digest: bool = False,
 ) -> dict[str, Any]:
     """The record of a cited text (see the module docstring)."""
     r = cited.rendered
     lookup = rendered_record(
-        r, sts, agent=agent, plan_patients=plan_patients, coverage_min=coverage_min
+        r, sts, agent=agent, plan_patients=plan_patients, coverage_min=coverage_min, digest=digest
     )
     sents = [dict(s) for s in lookup["statements"]["sentences"]]
     _mark_cited(cited, sents)

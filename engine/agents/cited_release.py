@@ -39,6 +39,7 @@ class CitedGuard:
     agent: str
     plan_patients: Sequence[int] = ()
     coverage_min: float = 1.0
+    digest: bool = False  # the final agent's digest (engine.clinical.key_facts.in_digest)
 
     def read(self, text: str) -> CitedText:
         return read_cited(text, self.given)
@@ -51,6 +52,7 @@ class CitedGuard:
             agent=self.agent,
             plan_patients=self.plan_patients,
             coverage_min=self.coverage_min,
+            digest=self.digest,
         )
 
     def facts_record(self, fallback: Rendered) -> dict[str, Any]:
@@ -61,6 +63,7 @@ class CitedGuard:
             agent=self.agent,
             plan_patients=self.plan_patients,
             coverage_min=self.coverage_min,
+            digest=self.digest,
         )
         sents = rec["statements"]["sentences"]
         n_cited = sum(1 for s in sents if s["citations"])

@@ -200,7 +200,7 @@ def _model_summary(
         req = digest_request(gen, state.query, mode, shown, answer)
         assert req is not None
         (text,) = gen.generate([req])
-    head = gen.release("final", req, text, digest_text, flags)
+    head = gen.release("final", req, text, digest_text, flags, digest=True)
     details = plain(readable.render_sections(sections))
     return req, "\n\n".join(x for x in (head, details) if x)
 

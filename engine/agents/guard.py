@@ -172,10 +172,17 @@ class Generation:
         return out
 
     def release(
-        self, agent: str, req: LLMRequest, text: str, fallback: str, flags: dict | None = None
+        self,
+        agent: str,
+        req: LLMRequest,
+        text: str,
+        fallback: str,
+        flags: dict | None = None,
+        digest: bool = False,
     ) -> str:
         """Run the grounding guard on one agent's text and keep its record: numbers, then every
-        sentence and the agent's key facts (statement-level grounding; `flags` for the final agent)."""
+        sentence and the agent's key facts (statement-level grounding; `flags` for the final agent;
+        `digest`: the final agent's digest, released above rendered details)."""
         spec = StatementSpec(
             agent=agent,
             flags=flags,
@@ -183,6 +190,7 @@ class Generation:
             phrases=context_phrases(self.ctx.contexts),
             coverage_min=self.ctx.cfg.coverage_min,
             analysis=self.analysis,
+            digest=digest,
         )
         rendered = finish(fallback)
         fallback = rendered.text
@@ -248,6 +256,7 @@ class Generation:
             agent,
             self.plan_patients,
             self.ctx.cfg.coverage_min,
+            spec.digest,
         )
         if not self.guard:
             cited = g.read(text)

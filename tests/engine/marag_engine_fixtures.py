@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from fakes import FakeLLM
+from fakes import FakeLLM, echo_cited
 
 from engine.config import REPO_ROOT, Config
 from engine.contexts import load_contexts
@@ -157,17 +157,3 @@ def echo_facts(req) -> str:
             last[p] = v
         out.append(ln)
     return "\n".join(out) or f"The {req.agent} agent has no facts."
-
-
-def echo_cited(req) -> str:
-    """A scripted writer that cites: each citable line of the prompt restated as a sentence
-    after its id ("[S86] Patient 1, motor, ... worsened."), which the lookup check passes."""
-    import re
-
-    out = []
-    for ln in req.user.splitlines():
-        m = re.match(r"\[(S\d+)\] (.*)$", ln.strip())
-        if m:
-            line = m.group(2)
-            out.append(f"[{m.group(1)}] {line[:1].upper()}{line[1:]}.")
-    return " ".join(out) or f"The {req.agent} agent has no statements."

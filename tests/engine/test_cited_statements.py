@@ -13,6 +13,7 @@ from fakes import FakeLLM
 from engine.agents.citable import statement_line, statement_numbers
 from engine.agents.cited import read_cited
 from engine.agents.cited_check import NOT_GIVEN, cited_record
+from engine.clinical.key_facts import in_digest
 from engine.llm.base import CITE_MARKER
 from engine.types import Plan
 
@@ -192,7 +193,7 @@ def test_one_batch_of_five_for_a_four_domain_trajectory():
     assert [c.agent for c in llm.calls] == ["motor", "adl", "nonmotor", "qol", "final"]
     assert all(c.citable for c in llm.calls) and all(c.max_new_tokens for c in llm.calls)
     final = llm.calls[-1]
-    keys = {s.id for s in r.statements.key_facts}
+    keys = {s.id for s in r.statements.key_facts if in_digest(s.kind)}
     assert {i for i, _n in final.citable} == keys  # the digest cites the key statements
     rec = r.verification["per_agent"]["final"]
     assert rec["cited"]["share"] == 1.0 and rec["passed"]
@@ -206,3 +207,32 @@ def test_facts_backend_is_unchanged():
     assert r.llm_calls == 0
     for rec in r.verification["per_agent"].values():
         assert rec["checked_by"] == "lookup" and "cited" not in rec
+
+
+class _Sink:
+    """A text sink that keeps what was streamed, per agent."""
+
+    def __init__(self):
+        self.text: dict[str, str] = {}
+
+    def on_text(self, agent, chunk):
+        self.text[agent] = self.text.get(agent, "") + chunk
+
+    def cancelled(self):
+        return False
+
+
+def test_streamed_run_writes_the_cited_digest_one_request_at_a_time():
+    """A streamed run (the dashboard's) sends each agent's request alone, so each text streams
+    whole; the final agent's is still the digest request with the key statements citable."""
+    llm, sink = FakeLLM(fx.echo_facts), _Sink()
+    r = fx.engine(llm).run(TRAJ, sink=sink)
+    assert llm.batches == [1, 1, 1, 1, 1]
+    final = llm.calls[-1]
+    assert final.agent == "final" and final.citable
+    assert {i for i, _n in final.citable} == {
+        s.id for s in r.statements.key_facts if in_digest(s.kind)
+    }
+    rec = r.verification["per_agent"]["final"]
+    assert rec["released"] == "as_written" and rec["cited"]["share"] == 1.0
+    assert "[S" in sink.text["final"] and not CITE_MARKER.search(r.summary)
