@@ -14,7 +14,7 @@ from engine.clinical.series import Series
 from engine.clinical.statements import Statements
 from engine.config import Config
 from engine.contexts import Contexts
-from engine.llm.base import LLM
+from engine.llm.base import LLM, LLMRequest
 from engine.types import (
     CohortAnswer,
     Fact,
@@ -39,6 +39,17 @@ class NodeContext:
     kb: KBReader
     llm: LLM | None
     contexts: Contexts
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A text a node generated for a later node (the final digest, written in the same batch
+    as the agents' texts): the request it answers, the text, and whether the request was sent
+    (a prompt too long for the model's context is not; its text is empty)."""
+
+    request: LLMRequest
+    text: str
+    sent: bool = True
 
 
 @dataclass
@@ -76,6 +87,8 @@ class State:
     summary_dense: str = ""
     digest: str = ""  # the opening text of the summary (engine.writing.digest)
     sections: list[Any] = field(default_factory=list)  # the details: (heading, paragraphs)
+    #: agent -> the draft an earlier node generated for it (the final digest; model backends)
+    drafts: dict[str, Draft] = field(default_factory=dict)
     sink: Any = None  # engine.llm.base.TextSink: streamed text and cancel (dashboard)
 
     def update(self, changes: dict[str, Any]) -> None:

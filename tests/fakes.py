@@ -44,3 +44,17 @@ class FakeLLM:
                     sink.on_text(r.agent, word + " ")
                 report_progress(sink, r.agent, DONE, len(words))
         return out
+
+
+def echo_cited(req) -> str:
+    """A scripted writer that cites: each citable line of the prompt restated as a sentence
+    after its id ("[S86] Patient 1, motor, ... worsened."), which the lookup check passes."""
+    import re
+
+    out = []
+    for ln in req.user.splitlines():
+        m = re.match(r"\[(S\d+)\] (.*)$", ln.strip())
+        if m:
+            line = m.group(2)
+            out.append(f"[{m.group(1)}] {line[:1].upper()}{line[1:]}.")
+    return " ".join(out) or f"The {req.agent} agent has no statements."

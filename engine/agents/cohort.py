@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.agents.digest_request import digest_request
 from engine.agents.final import cohort_t_patients
 from engine.agents.guard import Generation, prompt_text
 from engine.clinical import cohort_table, item_cohort, table_stats
@@ -99,9 +100,20 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
     scoped = answer_facts(state, ctx, cohort)
     gen = Generation(state, ctx, scoped["ledger"], scoped["statements"])
     req = cohort_request(state.query, cohort, ctx.contexts.combined, state.notes + cohort["notes"])
-    req = gen.sized(gen.allowing(req, req.user), cohort_t_patients(cohort))
+    shown = cohort_t_patients(cohort)
+    req = gen.sized(gen.citing(gen.allowing(req, req.user), patients=shown), shown)
     fallback = dense.cohort_text(cohort, scoped["statements"])
-    (text,) = gen.texts([req], [fallback])
+    drafts = dict(state.drafts)
+    if gen.model_writes:  # the final digest in the same batch (engine.agents.digest_request)
+        draft = (
+            digest_request(gen, state.query, "cohort", shown, cohort.get("patient"))
+            if state.sink is None
+            else None
+        )
+        (text,), new = gen.generate_with_draft([req], draft)
+        drafts.update(new)
+    else:
+        text = fallback
     g = gen.release("cohort", req, text, fallback)
     return {
         **scoped,
@@ -109,5 +121,6 @@ def cohort_node(state: State, ctx: NodeContext) -> dict:
         "narratives": {**state.narratives, "cohort": g},
         "upstream": g,
         "prompts": {**state.prompts, "cohort": prompt_text(req)},
+        "drafts": drafts,
         **gen.changes(),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from engine.agents.digest_request import digest_request
 from engine.agents.guard import Generation, prompt_text
 from engine.clinical.series import fmt, fmt_signed
 from engine.llm.base import LLMRequest
@@ -97,14 +98,21 @@ def comparison_node(state: State, ctx: NodeContext) -> dict:
     req = gen.allowing(
         comparison_request(state.query, table_b, ctx.contexts.combined, state.notes), b_text
     )
-    req = gen.sized(req)
+    req = gen.sized(gen.citing(req))
     fallback = dense.comparison_text(state.series, state.plan.patients, state.statements)
-    (text,) = gen.texts([req], [fallback])
+    drafts = dict(state.drafts)
+    if gen.model_writes:  # the final digest in the same batch (engine.agents.digest_request)
+        draft = digest_request(gen, state.query, "comparison") if state.sink is None else None
+        (text,), new = gen.generate_with_draft([req], draft)
+        drafts.update(new)
+    else:
+        text = fallback
     o = b_text + "\n\n" + gen.release("comparison", req, text, fallback)
     return {
         "table_b": table_b,
         "narratives": {**state.narratives, "comparison": o},
         "upstream": o,
         "prompts": {**state.prompts, "comparison": prompt_text(req)},
+        "drafts": drafts,
         **gen.changes(),
     }

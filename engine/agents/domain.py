@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.agents.digest_request import digest_request
+from engine.agents.final import dispatch_mode
 from engine.agents.guard import Generation, prompt_text, with_allowed
 from engine.clinical.series import render_series_table
 from engine.llm.base import LLMRequest
@@ -50,8 +52,22 @@ def active_domains(state: State) -> list[str]:
     return [d for d in DOMAINS if domain_rows(state, d)]
 
 
+def final_draft(state: State, ctx: NodeContext, gen: Generation, domains: Sequence[str]):
+    """The final digest request, for the batch of the node that runs every active domain when
+    a model writes unstreamed (engine.agents.digest_request); None otherwise."""
+    if not ctx.cfg.batch_domain_agents or state.sink is not None:
+        return None
+    if not set(active_domains(state)) <= set(domains):
+        return None
+    mode = dispatch_mode(
+        state.plan.analysis, cohort=False, comparison=False, domain_narratives=True
+    )
+    return digest_request(gen, state.query, mode)
+
+
 def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
-    """Run the agents of `domains` (one batch): narratives, prompts and the upstream N_d."""
+    """Run the agents of `domains` (one batch, with the final digest when a model writes):
+    narratives, prompts, the upstream N_d and the final draft."""
     gen = Generation(state, ctx)
     reqs: dict[str, LLMRequest] = {}
     fallbacks: dict[str, str] = {}
@@ -61,14 +77,28 @@ def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
         req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
         if req is not None:
             if gen.model_writes:
-                req = with_allowed(req, render_series_table(rows))
+                req = gen.citing(with_allowed(req, render_series_table(rows)))
             reqs[d] = gen.sized(req)
     names = [d for d in domains if d in reqs]
-    texts = gen.texts([reqs[d] for d in names], [fallbacks[d] for d in names])
+    drafts = dict(state.drafts)
+    if gen.model_writes:
+        got, new = gen.generate_with_draft(
+            [reqs[d] for d in names], final_draft(state, ctx, gen, domains)
+        )
+        texts = got if names else []
+        drafts.update(new)
+    else:
+        texts = [fallbacks[d] for d in names]
     narratives = dict(state.narratives)
     prompts = dict(state.prompts)
     for d, text in zip(names, texts, strict=True):
         prompts[d] = prompt_text(reqs[d])
         narratives[d] = gen.release(d, reqs[d], text, fallbacks[d])
     upstream = "\n\n".join(narratives[d] for d in DOMAINS if d in narratives)
-    return {"narratives": narratives, "prompts": prompts, "upstream": upstream, **gen.changes()}
+    return {
+        "narratives": narratives,
+        "prompts": prompts,
+        "upstream": upstream,
+        "drafts": drafts,
+        **gen.changes(),
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.agents.digest_request import digest_request
 from engine.agents.guard import Generation, prompt_text
 from engine.clinical.findings import all_red_flags, incongruence_flags, red_flags
 from engine.clinical.series import fmt, render_series_table
@@ -159,6 +160,51 @@ def facts_summary(
     return dense_text, head, [("Details", [body])]
 
 
+def _facts_request(
+    state: State, ctx: NodeContext, gen: Generation, mode: str, flags: Flags
+) -> LLMRequest:
+    """The final request as the paper's final agent asks it (upstream text, score table T,
+    flags, given facts): the prompt the facts backend's record shows."""
+    rows, shown_flags = _shown_rows(state, flags)
+    table_text = render_series_table(rows)
+    flags_txt = render_flags(shown_flags)
+    # framing, falls and red flags as given facts (ledger values); not in cohort mode
+    given = "none" if mode == "cohort" else readable.final_given_facts(state)
+    req = final_request(
+        state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined, given
+    )
+    req = gen.allowing(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
+    if state.cohort is not None:  # the summary of a cohort answer renders the cohort finding
+        return gen.sized(req, cohort_t_patients(state.cohort), renders="cohort")
+    return gen.sized(req)
+
+
+def _model_summary(
+    state: State,
+    gen: Generation,
+    mode: str,
+    flags: Flags,
+    digest_text: str,
+    sections: list[Section],
+) -> tuple[LLMRequest, str]:
+    """(request, summary) when a model writes: the model writes the digest only, from the key
+    statements (engine.agents.digest_request; the draft an agent node generated in its batch,
+    else a request of its own), guarded against the facts digest; the details stay rendered."""
+    draft = state.drafts.get("final")
+    if draft is not None:
+        req, text = draft.request, gen.take_draft(draft)
+    else:
+        shown, answer = None, None
+        if state.cohort is not None:
+            shown, answer = cohort_t_patients(state.cohort), state.cohort.get("patient")
+        req = digest_request(gen, state.query, mode, shown, answer)
+        assert req is not None
+        (text,) = gen.generate([req])
+    head = gen.release("final", req, text, digest_text, flags, digest=True)
+    details = plain(readable.render_sections(sections))
+    return req, "\n\n".join(x for x in (head, details) if x)
+
+
 def final_node(state: State, ctx: NodeContext) -> dict:
     """Score table T, flags, mode dispatch, the verified synthesis, screening and the note."""
     flags: Flags = {
@@ -174,22 +220,12 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     )
     dense_text, digest_text, sections = facts_summary(state, ctx, mode, flags)
     fallback = "\n\n".join(x for x in (digest_text, readable.render_sections(sections)) if x)
-    rows, shown_flags = _shown_rows(state, flags)
-    table_text = render_series_table(rows)
-    flags_txt = render_flags(shown_flags)
-    # framing, falls and red flags as given facts (ledger values); not in cohort mode
-    given = "none" if mode == "cohort" else readable.final_given_facts(state)
-    req = final_request(
-        state.query, mode, state.upstream, table_text, flags_txt, ctx.contexts.combined, given
-    )
     gen = Generation(state, ctx)
-    req = gen.allowing(req, table_text, flags_txt, given, state.upstream if state.cohort else "")
-    if state.cohort is not None:  # the summary of a cohort answer renders the cohort finding
-        req = gen.sized(req, cohort_t_patients(state.cohort), renders="cohort")
+    if gen.model_writes:
+        req, summary = _model_summary(state, gen, mode, flags, digest_text, sections)
     else:
-        req = gen.sized(req)
-    (text,) = gen.texts([req], [fallback])
-    summary = gen.release("final", req, text, fallback, flags)
+        req = _facts_request(state, ctx, gen, mode, flags)
+        summary = gen.release("final", req, fallback, fallback, flags)
     # the KB's ids are read only for a plan that names no patient (engine.grounding.screening)
     known = () if state.plan.patients else ctx.kb.patient_ids()
     summary, screening = screen_and_annotate(summary, state.plan, known)

@@ -14,6 +14,9 @@ from contextvars import ContextVar
 from dataclasses import replace
 
 from engine.agents import budget
+from engine.agents.citable import citable_ids, with_citable
+from engine.agents.cited_check import prose_checker
+from engine.agents.cited_release import CitedGuard, release_cited
 from engine.agents.rendered_record import rendered_record
 from engine.clinical.ledger import allowed_numbers
 from engine.clinical.statements import Statements
@@ -21,7 +24,7 @@ from engine.grounding.guard import StatementSpec, guard_text
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.verify import context_phrases
 from engine.llm.base import LLMRequest, PromptTooLongError
-from engine.state import NodeContext, State
+from engine.state import Draft, NodeContext, State
 from engine.types import FactValue, GuardRecord
 from engine.writing.citing import Rendered, finish
 
@@ -68,6 +71,7 @@ class Generation:
         self.sink = state.sink  # streamed text and cancel (dashboard), None elsewhere
         self.cohort = state.cohort
         self._index: LedgerIndex | None = None
+        self._skipped: list[LLMRequest] = []  # requests not sent (prompt too long)
 
     @property
     def index(self) -> LedgerIndex:
@@ -109,6 +113,38 @@ class Generation:
         only reader of the allowed numbers, so a facts-backend request carries none."""
         return with_allowed(req, *fact_texts) if self.model_writes else req
 
+    def citing(
+        self, req: LLMRequest, agent: str | None = None, patients: Collection[int] | None = None
+    ) -> LLMRequest:
+        """`req` with the statements its agent renders (engine.agents.budget.agent_statements)
+        as citable lines (engine.agents.citable) when a model writes; unchanged otherwise."""
+        if not self.model_writes:
+            return req
+        shown = self.plan_patients if patients is None else patients
+        return with_citable(
+            req, budget.agent_statements(agent or req.agent, self.statements, shown)
+        )
+
+    def generate_with_draft(
+        self, reqs: Sequence[LLMRequest], draft: LLMRequest | None
+    ) -> tuple[list[str], dict[str, Draft]]:
+        """The texts of `reqs` and, in the same batch, the draft of a later node's request
+        (the final digest). The draft's call is counted by the node that releases it
+        (`take_draft`), so each node's trace keeps its own calls."""
+        if draft is None:
+            return self.generate(reqs), {}
+        out = self.generate([*reqs, draft])
+        sent = not any(r is draft for r in self._skipped)
+        if sent:
+            self.llm_calls -= 1
+        return out[:-1], {draft.agent: Draft(draft, out[-1], sent)}
+
+    def take_draft(self, draft: Draft) -> str:
+        """A draft an earlier node generated for this node: its call counted here."""
+        if draft.sent:
+            self.llm_calls += 1
+        return draft.text
+
     def texts(self, reqs: Sequence[LLMRequest], fallbacks: Sequence[str]) -> list[str]:
         """The facts texts with the facts backend, else one generation per request."""
         return list(fallbacks) if self.ctx.llm is None else self.generate(reqs)
@@ -127,6 +163,7 @@ class Generation:
                 return [self.generate([r])[0] for r in reqs]
             # nothing is sent; the empty text fails the guard, so the facts text is released
             self.skipped_calls += 1
+            self._skipped.append(reqs[0])
             self.notes = [*self.notes, f"{reqs[0].agent}: {e}; the facts text is used instead"]
             return [""]
         self.llm_calls += len(reqs)
@@ -135,10 +172,17 @@ class Generation:
         return out
 
     def release(
-        self, agent: str, req: LLMRequest, text: str, fallback: str, flags: dict | None = None
+        self,
+        agent: str,
+        req: LLMRequest,
+        text: str,
+        fallback: str,
+        flags: dict | None = None,
+        digest: bool = False,
     ) -> str:
         """Run the grounding guard on one agent's text and keep its record: numbers, then every
-        sentence and the agent's key facts (statement-level grounding; `flags` for the final agent)."""
+        sentence and the agent's key facts (statement-level grounding; `flags` for the final agent;
+        `digest`: the final agent's digest, released above rendered details)."""
         spec = StatementSpec(
             agent=agent,
             flags=flags,
@@ -146,11 +190,14 @@ class Generation:
             phrases=context_phrases(self.ctx.contexts),
             coverage_min=self.ctx.cfg.coverage_min,
             analysis=self.analysis,
+            digest=digest,
         )
         rendered = finish(fallback)
         fallback = rendered.text
         if self.ctx.llm is None and rendered.citations:
             return self._release_rendered(agent, rendered)
+        if self.ctx.llm is not None and req.citable is not None:
+            return self._release_cited(agent, req, text, rendered, spec)
         text = finish(text).text
         if self.ctx.llm is None or not self.guard:
             # facts backend / unguarded baseline: measure the text, never replace it
@@ -195,6 +242,44 @@ class Generation:
         rec["guarded"] = True
         self.records[agent] = rec  # type: ignore[assignment]
         return res.text
+
+    def _release_cited(
+        self, agent: str, req: LLMRequest, text: str, fallback: Rendered, spec: StatementSpec
+    ) -> str:
+        """A model text that was given citable statements (engine.agents.cited_release): cited
+        sentences checked by lookup, the others by the prose checker; unguarded (the baseline)
+        measured as written."""
+        g = CitedGuard(
+            self.statements,
+            prose_checker(self.index, self.plan_patients, spec),
+            citable_ids(req),
+            agent,
+            self.plan_patients,
+            self.ctx.cfg.coverage_min,
+            spec.digest,
+        )
+        if not self.guard:
+            cited = g.read(text)
+            rec = g.check(cited)
+            rec.update(fallback_used=False, guarded=False, released="as_written", rounds=0)
+            rec.update(passed=_passed(rec), history=[], repairs=[])
+            self.records[agent] = rec  # type: ignore[assignment]
+            return cited.text
+
+        def regenerate(critique: str) -> str:
+            again = replace(
+                req,
+                user=req.user
+                + "\n\nCritique of your previous answer: "
+                + critique
+                + "\nRewrite the answer, each clause after the id of the statement it states.",
+            )
+            return self.generate([again])[0]
+
+        out, rec = release_cited(g, text, regenerate, fallback, self.ctx.cfg.grounding_rounds)
+        rec["guarded"] = True
+        self.records[agent] = rec  # type: ignore[assignment]
+        return out
 
     def _release_rendered(self, agent: str, rendered: Rendered) -> str:
         """The facts backend's own rendered text: released as written, its record looked up from

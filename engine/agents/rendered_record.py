@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.agents.statement_lookup import Pool, RunIndex
-from engine.clinical.key_facts import DOMAIN_AGENTS
+from engine.clinical.key_facts import DOMAIN_AGENTS, in_digest
 from engine.clinical.statements import Statement, Statements
 from engine.grounding.numbers import NumberToken, extract_numbers, paper_tokens
 from engine.grounding.sentences import split_sentences
@@ -297,11 +297,15 @@ def _sentences(r: Rendered, claims: Sequence[_Claim], fv_dict: Any) -> list[dict
     return out
 
 
-def _key_statements(sts: Statements, agent: str, patients: Sequence[int]) -> list[Statement]:
+def _key_statements(
+    sts: Statements, agent: str, patients: Sequence[int], digest: bool = False
+) -> list[Statement]:
     want = set(patients)
     keys = [s for s in sts.key_facts if not want or s.patient in want or s.patient is None]
     if agent in DOMAIN_AGENTS:
         return [s for s in keys if s.kind == "change" and s.subject == agent]
+    if digest:  # the final agent's digest: the rendered details state the rest
+        keys = [s for s in keys if in_digest(s.kind)]
     return keys if agent == "final" else []
 
 
@@ -382,8 +386,10 @@ def rendered_record(
     agent: str,
     plan_patients: Sequence[int] = (),
     coverage_min: float = 1.0,
+    digest: bool = False,
 ) -> dict[str, Any]:
-    """The guard record of a rendered text (see the module docstring)."""
+    """The guard record of a rendered text (see the module docstring); `digest`: the final
+    agent's digest, whose key statements leave out those the details state."""
     pools = sts.memo  # one pool per cited set of statements, shared by the run's texts
     claims = _claims(r, sts, extract_numbers(r.text), pools)
     bounds = [b for _p, _a, b in split_sentences(r.text)]
@@ -413,7 +419,7 @@ def rendered_record(
     if fv_dict is None:
         fv_dict = pools[("value dicts",)] = _ValueDicts()
     sents = _sentences(r, claims, fv_dict)
-    cov = _coverage(claims, _key_statements(sts, agent, plan_patients))
+    cov = _coverage(claims, _key_statements(sts, agent, plan_patients, digest))
     removable = [
         {"text": s["text"], "span": s["span"], "reasons": s["reasons"]}
         for s in sents

@@ -27,6 +27,17 @@ Scores = Mapping[tuple[int, str], Mapping[int, float]]
 Label = Callable[[str, float], str]
 
 
+#: key facts the digest leaves to the details: an incongruence is a note on the data's quality
+#: (a part at 0 beside another at or above its cut-off), read in the details' flags, while the
+#: digest carries the course and what matters now (reference/clinical-summary-style.md)
+DETAILS_ONLY = frozenset({"incongruence"})
+
+
+def in_digest(kind: str) -> bool:
+    """Whether a key fact of this kind is the digest's to state (else the details state it)."""
+    return kind not in DETAILS_ONLY
+
+
 @dataclass(frozen=True)
 class KeySpec:
     kind: str  # baseline | latest | label | score | red_flag | incongruence | cohort

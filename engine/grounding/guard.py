@@ -222,6 +222,7 @@ class StatementSpec:
     phrases: tuple[str, ...] = ()
     coverage_min: float = 1.0
     analysis: str | None = None  # the plan's analysis type (a single session states scores)
+    digest: bool = False  # the final agent's digest (its key facts: key_facts.in_digest)
 
 
 def _check_all(
@@ -239,6 +240,7 @@ def _check_all(
             coverage_min=spec.coverage_min,
             cohort=spec.cohort,
             analysis=spec.analysis,
+            digest=spec.digest,
         )
         rec["statements"] = st
         rec["coverage"] = st["coverage"]

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.clinical.key_facts import in_digest
 from engine.contexts import Contexts
 from engine.grounding.coverage import DOMAIN_AGENTS, coverage, key_facts
 from engine.grounding.ledger_index import LedgerIndex
@@ -44,12 +45,17 @@ def verify_text(
     coverage_min: float = 1.0,
     cohort: Mapping[str, Any] | None = None,
     analysis: str | None = None,
+    digest: bool = False,
 ) -> dict[str, Any]:
     """The statement record of one text: sentence verdicts, coverage of the agent's key facts
     (none when `agent` is None: `marag check` on a free text uses the final agent's), and passed.
-    A prebuilt `LedgerIndex` may be passed (the guard's: the index is built once per node)."""
+    A prebuilt `LedgerIndex` may be passed (the guard's: the index is built once per node).
+    `digest`: the text is the final agent's digest, whose key facts leave out those the rendered
+    details state (engine.clinical.key_facts.in_digest)."""
     rep = check_statements(text, ledger, plan_patients, masked_phrases=phrases)
     kf = key_facts(agent, ledger, flags, cohort, analysis) if agent else []
+    if digest:  # the final agent's digest: the details state the rest
+        kf = [k for k in kf if in_digest(k.kind)]
     if flags is not None:
         final_facts = key_facts("final", ledger, flags, None)
         _check_no_current_flag(rep, final_facts)

@@ -162,8 +162,14 @@ def result(
 
 def restate_facts(req) -> str:
     """The prompt's fact rows and flag lines word for word (a text the statement check passes),
-    a new paragraph wherever the visits would go backwards."""
+    a new paragraph wherever the visits would go backwards; the final digest request (citable
+    lines, no fact rows) is answered by citing each line (fakes.echo_cited)."""
     import re
+
+    from fakes import echo_cited
+
+    if req.agent == "final" and req.citable:
+        return echo_cited(req)
 
     out: list[str] = []
     last: dict[str, int] = {}

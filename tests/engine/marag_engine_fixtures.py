@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from fakes import FakeLLM
+from fakes import FakeLLM, echo_cited
 
 from engine.config import REPO_ROOT, Config
 from engine.contexts import load_contexts
@@ -133,9 +133,12 @@ def engine(llm: FakeLLM | None = None, extra: list[Session] | None = None, **kw)
 def echo_facts(req) -> str:
     """A scripted writer whose text passes the statement check: it restates the prompt's fact rows
     (lines naming a patient and a visit, the flag lines) word for word, starting a new paragraph
-    where the visits would go backwards (the visit-order rule is per paragraph)."""
+    where the visits would go backwards (the visit-order rule is per paragraph). The final
+    digest request (citable lines, no fact rows) is answered by `echo_cited`."""
     import re
 
+    if req.agent == "final" and req.citable:  # the digest: its lines, each after its id
+        return echo_cited(req)
     out: list[str] = []
     last: dict[str, int] = {}
     seen: set[str] = set()

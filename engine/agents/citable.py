@@ -1,0 +1,177 @@
+"""The statements a model may cite: one prompt line per statement and the numbers a clause
+citing it may write.
+
+When a model writes, each agent's request lists the statements its text renders
+(engine.agents.budget.agent_statements; the final digest: the key statements) as lines
+"[S12] patient 3, motor, visit 1 to visit 4: change from baseline +10, worsened", and carries
+`citable=((id, numbers), ...)` (engine.llm.base.LLMRequest) for number-safe decoding. The model
+begins each clause with the id it states (engine.llm.base.CITE_MARKER); the cited text is then
+checked by lookup (engine.agents.cited_check). One function renders a line, so the prompt and
+the check read the same statement fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.clinical.key_facts import in_digest
+from engine.clinical.ledger import allowed_numbers
+from engine.clinical.series import fmt, fmt_signed
+from engine.clinical.statements import Statement, Statements
+from engine.llm.base import LLMRequest
+from engine.prompts import load_prompt
+from engine.types import FactValue
+from kb_store.profiles import DOMAIN_WORDS
+
+#: at most this many statements are listed in one prompt (a small model's context is 2k-8k
+#: tokens); the key statements first, then in the run's order
+MAX_LINES = 40
+#: value kinds written with their sign ("+10"): changes
+SIGNED = frozenset({"delta", "cumulative"})
+#: how a value kind is named in a line
+KIND_WORDS = {
+    "score": "score",
+    "pdq8_si": "PDQ-8 summary index",
+    "delta": "change",
+    "cumulative": "change from baseline",
+    "slope": "slope",
+    "slope_year": "slope",
+    "count": "count",
+    "threshold": "threshold",
+    "rank": "rank",
+    "mean": "mean",
+    "max": "highest",
+    "min": "lowest",
+}
+#: what follows a value of these kinds ("slope 3.4 per visit": never "per visit 3.4", which
+#: reads as a visit number)
+KIND_AFTER = {"slope": " per visit", "slope_year": " per year"}
+#: values a line leaves out (an item rating is stated in its own finding; dates in the visit)
+UNLISTED = frozenset({"item", "date", "visit"})
+
+
+def value_text(v: FactValue) -> str:
+    """One value as the writers format it (engine.clinical.series.fmt)."""
+    return fmt_signed(v.value) if v.kind in SIGNED else fmt(v.value)
+
+
+def threshold_name(item: str | None) -> str:
+    """A threshold as a line names it, in words the label check reads as naming a threshold
+    (engine.agents.label_words): "MCID", "mild band", "red-flag threshold"."""
+    name = item or ""
+    if name.startswith("mcid"):
+        return "MCID"
+    if name.startswith("severity_"):
+        return name.removeprefix("severity_").replace("_", " ") + " band"
+    if name.endswith("new_onset"):
+        return "onset threshold"
+    if name.startswith("red_flag"):
+        return "red-flag threshold"
+    return "threshold"
+
+
+def _subject(s: Statement) -> str:
+    if s.subject is None:
+        return ""
+    return DOMAIN_WORDS.get(s.subject, s.subject)
+
+
+def _visits(s: Statement) -> str:
+    if not s.visits:
+        return ""
+    if len(s.visits) == 1:
+        return f"visit {s.visits[0]}"
+    if len(s.visits) == 2:
+        return f"visit {s.visits[0]} to visit {s.visits[1]}"
+    return "visits " + ", ".join(str(v) for v in s.visits)
+
+
+def _values(s: Statement) -> str:
+    parts = []
+    for v in s.values:
+        if v.kind in UNLISTED or (s.visits and v.visit is not None and v.visit not in s.visits):
+            continue  # a score between a change's visits is the course's, not the change's
+        word = KIND_WORDS.get(v.kind, v.kind)
+        if v.kind == "threshold":
+            word = threshold_name(v.item)
+        at = f" at visit {v.visit}" if v.visit is not None and v.kind == "score" else ""
+        parts.append(f"{word} {value_text(v)}{KIND_AFTER.get(v.kind, '')}{at}")
+    return ", ".join(parts)
+
+
+def statement_line(s: Statement) -> str:
+    """The prompt line of one statement: "[S12] patient 3, motor, visit 1 to visit 4: change
+    from baseline +10, worsened"."""
+    who = f"patient {s.patient}" if s.patient is not None else "cohort"
+    head = ", ".join(x for x in (who, _subject(s), _visits(s)) if x)
+    body = ", ".join(x for x in (s.kind.replace("_", " "), _values(s), s.label) if x)
+    return f"[{s.id}] {head}: {body}"
+
+
+def statement_numbers(s: Statement) -> frozenset[str]:
+    """The numbers a clause citing `s` may write, normalised like the request's allowed
+    numbers (engine.clinical.ledger.allowed_numbers): its values as the writers format them,
+    its patient id, its visits and the parts of its values' session dates."""
+    texts: list[str] = [value_text(v) for v in s.values]
+    texts += [fmt(v.value) for v in s.values if v.kind in SIGNED]  # the size, written unsigned
+    if s.patient is not None:
+        texts.append(str(s.patient))
+    texts += [str(v) for v in s.visits]
+    for v in s.values:
+        if v.visit is not None:
+            texts.append(str(v.visit))
+        if v.date:
+            parts = v.date.split("-")
+            texts += parts + [str(int(p)) for p in parts if p.isdigit()]
+    return allowed_numbers(*texts)
+
+
+def citable_statements(statements: Sequence[Statement]) -> list[Statement]:
+    """The statements a prompt lists: the key ones first, at most MAX_LINES."""
+    keys = [s for s in statements if s.key]
+    rest = [s for s in statements if not s.key]
+    return (keys + rest)[:MAX_LINES]
+
+
+def with_citable(req: LLMRequest, statements: Sequence[Statement]) -> LLMRequest:
+    """`req` with the citable statements listed before its closing line ("Narrative:"), the
+    citing instruction in its system message, and `citable` set; the allowed numbers (when the
+    request has them) include every citable number."""
+    shown = citable_statements(statements)
+    if not shown:
+        return req
+    p = load_prompt("cite")
+    lines = "\n".join(statement_line(s) for s in shown)
+    head, sep, tail = req.user.rpartition("\n")
+    block = p["user"].format(lines=lines)
+    user = f"{head}\n{block}\n{tail}" if sep else f"{block}\n{req.user}"
+    citable = tuple((s.id, statement_numbers(s)) for s in shown)
+    allowed = req.allowed_numbers
+    if allowed is not None:
+        allowed = allowed.union(*(nums for _id, nums in citable))
+    return replace(
+        req,
+        system=req.system + "\n\n" + p["system"],
+        user=user,
+        citable=citable,
+        allowed_numbers=allowed,
+    )
+
+
+def citable_ids(req: LLMRequest) -> frozenset[str]:
+    """The ids a request's text may cite (none without `citable`)."""
+    return frozenset(i for i, _nums in req.citable or ())
+
+
+def key_statements(statements: Statements | None, patients: Sequence[int]) -> list[Statement]:
+    """The final digest's statements: the run's key statements about `patients` (or of no
+    patient: cohort findings) that the digest states (engine.clinical.key_facts.in_digest)."""
+    if statements is None:
+        return []
+    want = set(patients)
+    return [
+        s
+        for s in statements.key_facts
+        if (not want or s.patient in want or s.patient is None) and in_digest(s.kind)
+    ]

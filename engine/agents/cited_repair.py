@@ -1,0 +1,123 @@
+"""Repair of a cited text: each failing sentence replaced by the facts text's rendering, or removed.
+
+The facts text of an agent (its fallback) is rendered with citations (engine.writing.citing), so
+the sentences that render given statements are found by id, not by reading:
+- a failing cited sentence is replaced by the fallback sentences whose own citations include
+  one of its cited ids (in the fallback's order, each used once); with none it is removed;
+- a failing uncited sentence is replaced as the prose guard replaces it
+  (engine.grounding.guard.repair_text: the facts sentence about the same patients and parts),
+  and the replacement keeps the citations it has in the fallback.
+The repaired text keeps the citations of the sentences it keeps, shifted, so that it is checked
+again by lookup (engine.agents.cited_check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.agents.cited import CitedText
+from engine.grounding.guard import repair_text
+from engine.grounding.sentences import split_sentences
+from engine.writing.citing import Citation, Rendered
+
+
+class TextBuilder:
+    """Text pieces with their citations, joined with the citations' spans shifted."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.cits: list[Citation] = []
+        self.n = 0
+
+    def add(self, text: str, cits: Sequence[Citation] = (), at: int = 0) -> None:
+        """Add `text`, which starts at `at` in the text `cits` index (clipped to it)."""
+        end = at + len(text)
+        for c in cits:
+            a, b = max(c.start, at), min(c.end, end)
+            if a < b:
+                self.cits.append(Citation(a - at + self.n, b - at + self.n, c.ids, c.depth))
+        self.parts.append(text)
+        self.n += len(text)
+
+    def rendered(self) -> Rendered:
+        text = "".join(self.parts)
+        lead = len(text) - len(text.lstrip())
+        body = text.strip()
+        cits = [
+            Citation(c.start - lead, min(c.end - lead, len(body)), c.ids, c.depth)
+            for c in self.cits
+            if c.start - lead < len(body) and c.end - lead > 0
+        ]
+        cits = [Citation(max(0, c.start), c.end, c.ids, c.depth) for c in cits]
+        return Rendered(body, tuple(sorted(cits, key=lambda c: (c.start, c.depth))))
+
+
+def _own_ids(r: Rendered, a: int, b: int) -> set[str]:
+    """The ids of the citations that start inside [a, b) (an enclosing paragraph citation is
+    not the sentence's own)."""
+    return {i for c in r.citations if a <= c.start < b for i in c.ids}
+
+
+def _cited_ids(r: Rendered, a: int, b: int) -> set[str]:
+    return {i for c in r.citations if c.start < b and c.end > a for i in c.ids}
+
+
+def _fallback_for(ids: set[str], fallback: Rendered, used: set[int], text: str) -> list[int]:
+    """The fallback sentences (by start) whose own citations include one of `ids`."""
+    out = []
+    for _p, a, b in split_sentences(fallback.text):
+        if a in used or fallback.text[a:b].strip() in text:
+            continue
+        if ids & _own_ids(fallback, a, b):
+            out.append(a)
+    return out
+
+
+def _uncited_replacement(sentence: Mapping[str, Any], text: str, fallback: Rendered) -> int | None:
+    """Where in the fallback the prose guard's replacement of an uncited sentence starts."""
+    a0, a1 = sentence["span"]
+    bad = [{"span": [0, a1 - a0], "text": sentence["text"], "reasons": sentence["reasons"]}]
+    _repaired, removed = repair_text(text[a0:a1], bad, fallback.text)
+    repl = removed[0]["replaced_by"] if removed else None
+    if not repl:
+        return None
+    pos = fallback.text.find(repl)
+    return pos if pos >= 0 else None
+
+
+def repair_cited(
+    cited: CitedText, bad: Sequence[Mapping[str, Any]], fallback: Rendered
+) -> tuple[Rendered, list[dict[str, Any]]]:
+    """The text with each of its `bad` sentences (the record's removable ones, in any order)
+    replaced or removed (see the module docstring), and what was removed."""
+    r = cited.rendered
+    ends = {a: b for _p, a, b in split_sentences(fallback.text)}
+    out = TextBuilder()
+    used: set[int] = set()
+    removed: list[dict[str, Any]] = []
+    last = 0
+    for s in sorted(bad, key=lambda x: x["span"][0]):
+        a0, a1 = s["span"]
+        out.add(r.text[last:a0], r.citations, last)
+        last = a1
+        if s.get("cited"):
+            starts = _fallback_for(_cited_ids(r, a0, a1), fallback, used, r.text)
+        else:
+            one = _uncited_replacement(s, r.text, fallback)
+            starts = [] if one is None or one in used else [one]
+        pieces = []
+        for a in starts:
+            used.add(a)
+            b = ends.get(a, a + len(fallback.text[a:].split("\n", 1)[0]))
+            if pieces:
+                out.add(" ")
+            out.add(fallback.text[a:b], fallback.citations, a)
+            pieces.append(fallback.text[a:b])
+        if not pieces and r.text[a1 : a1 + 1] == " ":
+            last = a1 + 1  # a removed sentence takes the space after it
+        removed.append(
+            {"text": s["text"], "reasons": s["reasons"], "replaced_by": " ".join(pieces) or None}
+        )
+    out.add(r.text[last:], r.citations, last)
+    return out.rendered(), removed
