@@ -290,13 +290,30 @@ def test_cite_skeleton() -> None:
     assert cite_skeleton("") == "x"
 
 
+def first_masked(proc, ids: list[int], prompt: int = 0) -> int | None:
+    """Teacher-force `ids` through `proc` (one row); the index of the first token it masks."""
+    seq = torch.tensor([[prompt]])
+    for j, t in enumerate(ids):
+        scores = proc(seq, torch.zeros(1, proc.vocab.size))
+        if scores[0, t] == float("-inf"):
+            return j
+        seq = torch.cat([seq, torch.tensor([[t]])], dim=1)
+    return None
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("local-llm")
 def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     """The bundled SmolLM2 through LocalLLM.generate: whatever it writes, every marker names a
-    given id and every number of a cited clause is one of its ids' numbers."""
+    given id and every number of a cited clause is one of its ids' numbers. SmolLM2-135M writes
+    no markers of its own (measured), so the same processor is also driven over texts in the real
+    tokenizer's pieces (" [", "S", "1", "]", ",", " S"): a valid cited text passes token for
+    token, a wrong cited number, an id that is not citable and a bracket without an id are
+    masked where they start."""
     from engine.config import Config
+    from engine.llm.citation_safe import CitationSafeProcessor
     from engine.llm.local import LocalLLM
+    from engine.llm.number_safe import vocab_index
 
     env = {k: v for k, v in os.environ.items() if k == "MARAG_MODEL_CACHE_DIR"}
     llm = LocalLLM(Config.load({"llm": "local", "device": "cpu"}, env=env))
@@ -316,17 +333,31 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     )
     req = LLMRequest(system, user, allowed_numbers=allowed, citable=citable, max_new_tokens=64)
     (text,) = llm.generate([req])
-    assert llm.last_stats["number_safe"]
+    assert llm.last_stats["number_safe"] and text
     ids = {sid: normalise_allowed(nums) for sid, nums in citable}
     markers = marker_spans(text)
     assert all(i in ids for _s, _e, got in markers for i in got), text
     starts = {s for s, _e, _i in markers}
     assert all(text[i] != "[" or i in starts for i in range(len(text))), text
     for start, end, cited in clauses(text):
-        ok = (
-            normalise_allowed(allowed)
-            if cited is None
-            else frozenset().union(*(ids[i] for i in cited))
-        )
+        ok = normalise_allowed(allowed)
+        if cited is not None:
+            ok = frozenset().union(*(ids[i] for i in cited))
         assert all(n in ok for n in extract_numbers(text[start:end])), (text, cited)
     print(repr(text), f"{len(markers)} markers")
+
+    tokenizer = llm._loaded.tokenizer
+    vocab = vocab_index(tokenizer, llm._loaded.model.config.vocab_size)
+
+    def masked_at(piece: str) -> str | None:
+        proc = CitationSafeProcessor(vocab, [allowed], [citable])
+        tids = tokenizer(piece, add_special_tokens=False)["input_ids"]
+        j = first_masked(proc, tids)
+        return None if j is None else tokenizer.decode(tids[j:])
+
+    valid = "[S1] The motor score was 14 on 2021-03-15. [S2, S3] ADL 9 and nonmotor 12. Patient 5."
+    assert masked_at(valid) is None
+    assert masked_at("[S2] The motor score was 14.") == "14."  # 14 is not a number of S2
+    assert masked_at("Then [S1,S7] rose") == "7] rose"  # S7 is not citable
+    assert masked_at("see [ref 3]") == "ref 3]"  # '[' opens a marker
+    assert masked_at("[S3] 12. ADL 9.") is None  # the sentence end closes S3's scope
