@@ -5,14 +5,29 @@ behind them lives in the pure modules (provenance, tables, charts, report).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import downloads, export, review_submit, trail
+from dashboard import (
+    cited_sentences,
+    downloads,
+    export,
+    provenance_link,
+    review_submit,
+    session,
+    trail,
+)
 from dashboard.headline import headline_figures
-from dashboard.number_links import grounding_status, highlighted_markdown, link_numbers, md_escape
+from dashboard.number_links import (
+    grounding_status,
+    highlighted_markdown,
+    link_numbers,
+    md_escape,
+    summary_record,
+)
 from dashboard.table_columns import show_table
 from engine.grounding.screening import DECISION_SUPPORT_NOTE
 from engine.report.model import latest_red_flags
@@ -42,6 +57,57 @@ def grounding_badge(result: Result) -> None:
         )
 
 
+def _cited_html(result: Result, links: list, windows: list[tuple[int, int]]) -> dict:
+    """Each window of `result.summary` as HTML whose cited sentences show their statements on
+    hover (dashboard.cited_sentences); {} when the final text's record has no citations of it.
+    Built once per result and release (a rerun re-renders it)."""
+    release = trail.release_id(result)
+
+    def build() -> dict[tuple[int, int], str]:
+        rec = summary_record(result.verification or {})
+        cits, sentences = cited_sentences.summary_citations(result.summary, rec)
+        if not cits:
+            return {}
+        by_id = {s.id: s for s in result.statements}
+        claims = result.claims.get("final", ())
+        out = {}
+        for w in windows:
+            pieces = cited_sentences.sentence_pieces(
+                result.summary, cits, by_id.values(), sentences=sentences, claims=claims, window=w
+            )
+            out[w] = cited_sentences.pieces_html(
+                pieces, lambda p: provenance_link.href(release, p.start), links
+            )
+        return out
+
+    return session.derived(result, f"cited_html:{release}:{windows}", build)
+
+
+def _summary_text(result: Result, links: list, window: tuple[int, int], html: dict) -> None:
+    """One stretch of the summary: with the hover of its cited sentences, else as markdown with
+    its unsupported numbers highlighted (as before citations)."""
+    if window in html:
+        st.html(cited_sentences.HOVER_CSS + html[window])
+        return
+    a, b = window
+    mine = [lk for lk in links if a <= lk.start and lk.end <= b]
+    shifted = [replace(lk, start=lk.start - a, end=lk.end - a) for lk in mine]
+    st.markdown(highlighted_markdown(result.summary[a:b], shifted) or "_(empty summary)_")
+
+
+def _paragraph_windows(result: Result) -> list[tuple[int, int] | None]:
+    """Where each details paragraph (in section order) lies in the summary; None for one that is
+    not a stretch of it."""
+    out: list[tuple[int, int] | None] = []
+    pos = len(result.digest)
+    for _head, paras in result.sections:
+        for p in paras:
+            at = result.summary.find(p, pos) if p else -1
+            out.append(None if at < 0 else (at, at + len(p)))
+            pos = pos if at < 0 else at + len(p)
+    return out
+
+
 def summary_panel(result: Result) -> None:
     st.subheader("Summary")
     trail.rejection_banner(result.summary)  # audit trail: rejected in review
@@ -50,16 +116,25 @@ def summary_panel(result: Result) -> None:
     digest = result.digest
     if digest and result.sections and result.summary.startswith(digest):
         # the digest first; the details under their headings, one expander each
+        paras = iter(_paragraph_windows(result))
+        windows = [(0, len(digest)), *(w for w in _paragraph_windows(result) if w)]
+        html = _cited_html(result, links, windows)
         with st.container(border=True, key="summary_box"):
-            st.markdown(highlighted_markdown(digest, [lk for lk in links if lk.end <= len(digest)]))
-        for i, (head, paras) in enumerate(result.sections):
+            _summary_text(result, links, (0, len(digest)), html)
+        for i, (head, texts) in enumerate(result.sections):
             with st.expander(head, expanded=False, key=f"details_{i}"):
-                st.markdown("\n\n".join(md_escape(p) for p in paras))
+                for p in texts:
+                    w = next(paras)
+                    if w is None:  # not a stretch of the released text: as written, no hover
+                        st.markdown(md_escape(p))
+                    else:
+                        _summary_text(result, links, w, html)
         if DECISION_SUPPORT_NOTE in result.summary:
             st.caption(DECISION_SUPPORT_NOTE)
     else:
+        whole = (0, len(result.summary))
         with st.container(border=True, key="summary_box"):
-            st.markdown(highlighted_markdown(result.summary, links) or "_(empty summary)_")
+            _summary_text(result, links, whole, _cited_html(result, links, [whole]))
     st.caption(
         f"Backend: {result.backend or 'n/a'} \u00b7 LLM calls: {result.llm_calls} \u00b7 "
         f"{len(result.facts)} fact rows \u00b7 numbers checked: {(result.verification or {}).get('numbers', 'n/a')}"

@@ -80,6 +80,13 @@ def record_release(result: Any, cfg: Any = None, *, action: str = "ask", plan: A
     return True
 
 
+def adopt_release(result: Any, entry_id: int) -> None:
+    """`result`, rebuilt from audit entry `entry_id`, is that release in this session (a
+    Provenance link reopened it): shown and exported as it, never recorded again."""
+    st.session_state.setdefault(ENTRY_IDS, {})[id(result)] = entry_id
+    st.session_state.setdefault(RELEASED, {})[id(result)] = weakref.ref(result)
+
+
 def _recorded(result: Any) -> bool:
     """Whether this session recorded this very object (not another one that reuses its id)."""
     ref = st.session_state.get(RELEASED, {}).get(id(result))

@@ -2,7 +2,11 @@
 the ledger values and fact rows it came from and to the KB documents (id and text); the plan,
 each agent's narrative and prompt, the statement verdicts (how each agent text was released, the
 sentences removed with their reasons) and a "Check a text" box, the verification record,
-screening findings, the node trace, and CSV downloads of the fact table and the number links."""
+screening findings, the node trace, and CSV downloads of the fact table and the number links.
+
+A summary sentence's hover links here (`?release=N&sentence=S`, dashboard.provenance_link): the
+release is reopened from the audit trail when this session does not hold it, and the linked
+sentence's statements come first (dashboard.sentence_panel), its first number traced below."""
 
 from __future__ import annotations
 
@@ -11,7 +15,17 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import downloads, export, render, services, session, tables, trail
+from dashboard import (
+    downloads,
+    export,
+    provenance_link,
+    render,
+    sentence_panel,
+    services,
+    session,
+    tables,
+    trail,
+)
 from dashboard.number_links import link_numbers, links_table
 from dashboard.page import engine_or_stop
 from dashboard.table_columns import show_table
@@ -19,6 +33,12 @@ from engine.query_input import MAX_CHECK_CHARS
 
 st.header("Provenance", divider="gray")
 result = session.current_result()
+release, sentence = provenance_link.requested(st.query_params)
+if release is not None and (result is None or trail.release_id(result) != release):
+    reopened, why = provenance_link.open_release(release)  # a link from a summary sentence
+    if reopened is None:
+        st.warning(f"The linked release is not shown: {why}.", icon=":material/link_off:")
+    result = reopened or result
 if result is None:
     st.info(
         "No result yet. Run an analysis on the Patient, Compare or Cohort page; its provenance "
@@ -45,6 +65,9 @@ with c2:
             st.text(dense)
 
 links = link_numbers(result)
+first_in_sentence = (
+    sentence_panel.show(result, sentence, links, handle.kb) if sentence is not None else None
+)
 st.subheader(f"Numbers in the summary ({len(links)})")
 st.caption(
     "Each number, the ledger values it can stand for (kind, patient, visit, domain), the fact "
@@ -67,6 +90,8 @@ if not df.empty:
         for i, lk in enumerate(links, start=1)
     ]
     first_value = next((i for i, lk in enumerate(links) if lk.values and lk.facts), 0)
+    if first_in_sentence is not None:  # the linked sentence's first number
+        first_value = first_in_sentence
     pick = st.selectbox(
         "Trace one number to its sources",
         range(len(links)),

@@ -189,3 +189,17 @@ def restate_facts(req) -> str:
             last[m.group(1)] = int(m.group(2))
         out.append(ln)
     return "\n".join(out)
+
+
+def html_texts(at) -> list[str]:
+    """The text each st.html element of an AppTest page shows on screen: without its style and
+    the hover popups of cited sentences (dashboard.cited_sentences), tags removed, unescaped."""
+    import html
+    import re
+
+    out = []
+    for el in at.get("html"):
+        body = re.sub(r"<style>.*?</style>", "", el.proto.body, flags=re.S)
+        body = re.sub(r'<span class="cite-pop".*?</a></span>', "", body, flags=re.S)
+        out.append(html.unescape(re.sub(r"<[^>]+>", "", body)))
+    return out

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+h = sys.modules["dash_helpers"]  # loaded by conftest.py
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 PAGES = [
@@ -54,6 +57,7 @@ def _text(at) -> str:
     parts = (
         [m.value for m in at.markdown] + [e.value for e in at.error] + [w.value for w in at.warning]
     )
+    parts += h.html_texts(at)  # the summary, its cited sentences drawn as HTML
     parts += (
         [i.value for i in at.info] + [s.value for s in at.success] + [c.value for c in at.caption]
     )

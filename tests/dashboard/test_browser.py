@@ -1,7 +1,8 @@
 """Real-browser test: `streamlit run dashboard/app.py` on localhost, driven by Playwright in
 Debian's headless Chromium. It picks a patient in the UI, runs a trajectory and checks that the
 summary (with its grounding badge), the trajectory chart and the flags are on the page; then it
-runs a comparison through a deep link; a link with an unknown patient shows an error and runs
+runs a comparison through a deep link; hovering a summary sentence shows its statements and a
+link that opens their provenance; a link with an unknown patient shows an error and runs
 nothing; a result submitted for review is queued once and opens on the Review page with its
 chart. Screenshots go to test-output/screenshots/.
 
@@ -92,6 +93,42 @@ def test_pick_patient_run_trajectory_in_chromium(server):
         page.wait_for_selector(".js-plotly-plot", timeout=30_000)
         assert page.get_by_role("heading", name="Table B").first.is_visible()
         shots.screenshot(page, OUT / "03-compare.png")
+        assert not errors, errors
+
+
+def test_hover_a_summary_sentence_shows_its_statements_and_links_to_provenance(server):
+    """Hovering a cited sentence of the summary shows its statement lines (hidden before), with a
+    link to the Provenance page naming the release; the link opens in a new tab (a new session),
+    which reopens that release and lists the sentence's statements."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    with shots.browser() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server + "/?patient=7&run=1")
+        shots.wait_idle(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+        box = page.locator(".st-key-summary_box")
+        sentence = box.locator(".cite").filter(has_text="UPDRS total").first
+        popup = sentence.locator(".cite-pop")
+        assert not popup.is_visible()  # screen text only until hovered
+        sentence.hover()
+        popup.wait_for(state="visible", timeout=5_000)
+        lines = popup.locator(".cite-line").all_inner_texts()
+        assert lines and any(ln.startswith("change \u00b7 patient 7") for ln in lines), lines
+        link = popup.get_by_role("link", name="Provenance of these statements")
+        href = link.get_attribute("href") or ""
+        assert re.fullmatch(r"provenance\?release=\d+&sentence=\d+", href), href
+        assert not re.search(r"\bS\d+\b", box.inner_text())  # no statement id in the text
+        shots.screenshot(page, OUT / "06-summary-hover.png")
+        with page.context.expect_page(timeout=30_000) as opened:
+            link.click()
+        prov = opened.value
+        shots.wait_idle(prov)
+        panel = prov.locator(".st-key-sentence_provenance")
+        panel.wait_for(timeout=30_000)
+        assert "The linked sentence" in panel.inner_text()
+        assert "UPDRS total" in panel.inner_text()
+        assert "/provenance?release=" in prov.url
         assert not errors, errors
 
 

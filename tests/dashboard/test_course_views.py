@@ -5,9 +5,12 @@ Provenance page."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+
+h = sys.modules["dash_helpers"]  # loaded by conftest.py
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 
@@ -24,7 +27,10 @@ EXCLUDED = {
 
 def _texts(at) -> str:
     return "\n".join(
-        [m.value for m in at.markdown] + [i.value for i in at.info] + [t.value for t in at.text]
+        [m.value for m in at.markdown]
+        + h.html_texts(at)  # the summary, its cited sentences drawn as HTML
+        + [i.value for i in at.info]
+        + [t.value for t in at.text]
     )
 
 
@@ -205,4 +211,5 @@ def test_patient_page_shows_the_digest_then_the_details_in_expanders(app, handle
     heads = [h for h, _ in result.sections]
     assert heads and heads[0] == "Course of each part"
     assert [x for x in labels if x in heads] == heads  # one expander per section, in order
-    assert any(m.value.startswith(f"Patient {result.plan.patients[0]}: ") for m in at.markdown)
+    shown = [m.value for m in at.markdown] + h.html_texts(at)
+    assert any(t.startswith(f"Patient {result.plan.patients[0]}: ") for t in shown)
