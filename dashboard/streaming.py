@@ -12,16 +12,22 @@ thread, and `progress_label` words it ("Summary agent: writing, 42 tokens"). Can
 draws a Cancel button before the stream; clicking it makes Streamlit rerun the script, which
 closes the generator; its `finally` sets the sink's cancel flag, the backend stops at the next
 token (a stopping criterion) and the run ends with `Cancelled`. Streamlit calls are made only
-from the script thread.
+from the script thread. A model that cites statements writes "[S4]" before a clause; the stream
+shows its text without the markers, as the released text (engine.agents.cited.strip_markers): a
+piece that may be the start of a marker is held until the marker closes or the text goes on.
 """
 
 from __future__ import annotations
 
 import queue
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from engine.agents.cited import strip_markers
+from engine.llm.base import DONE
 
 #: how the page names each agent in the progress label
 AGENT_LABELS = {
@@ -63,6 +69,28 @@ def progress_label(p: Progress) -> str:
     return f"{agent_label(p.agent)}: {p.stage}..."
 
 
+#: the end of a piece that may be (the start of) a citation marker: held back until the next piece
+_OPEN_MARKER = re.compile(r"\[(?:S\d*(?:,\s?S?\d*)*)?\]?$")
+
+
+class Unmarked:
+    """The streamed text of one agent without citation markers, piece by piece."""
+
+    def __init__(self) -> None:
+        self.held = ""
+
+    def feed(self, chunk: str) -> str:
+        text = self.held + chunk
+        m = _OPEN_MARKER.search(text)
+        cut = m.start() if m else len(text)
+        self.held = text[cut:]
+        return strip_markers(text[:cut])[0]
+
+    def flush(self) -> str:
+        text, self.held = self.held, ""
+        return strip_markers(text)[0]
+
+
 class QueueSink:
     """TextSink that queues (kind, agent, payload) events for the page: text pieces, progress,
     pipeline nodes and queue positions; it carries the cancel flag."""
@@ -70,11 +98,18 @@ class QueueSink:
     def __init__(self) -> None:
         self.q: queue.Queue = queue.Queue()
         self._cancel = threading.Event()
+        self._unmarked: dict[str, Unmarked] = {}
 
     def on_text(self, agent: str, chunk: str) -> None:
-        self.q.put(("text", agent, chunk))
+        shown = self._unmarked.setdefault(agent, Unmarked()).feed(chunk)
+        if shown:
+            self.q.put(("text", agent, shown))
 
     def on_progress(self, agent: str, stage: str, tokens: int) -> None:
+        if stage == DONE and agent in self._unmarked:  # the rest of a held piece
+            rest = self._unmarked[agent].flush()
+            if rest:
+                self.q.put(("text", agent, rest))
         self.q.put(("progress", agent, Progress(agent, stage, tokens)))
 
     def on_node(self, node: str, what: str) -> None:

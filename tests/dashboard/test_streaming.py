@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 import marag_engine_fixtures as fx  # noqa: E402
 from fakes import FakeLLM  # noqa: E402
 
-from dashboard.streaming import run_streaming  # noqa: E402
+from dashboard.streaming import Unmarked, run_streaming  # noqa: E402
 from engine.llm.base import Cancelled  # noqa: E402
 from engine.types import Plan  # noqa: E402
 
@@ -27,6 +27,16 @@ def test_every_agent_text_is_streamed_under_its_heading():
     # the streamed motor text is the text the model wrote (and the guard released as written)
     motor = text.split("**motor**")[1].split("**adl**")[0]
     assert " ".join(motor.split()) == " ".join(box["result"].narratives["motor"].split())
+    # the final digest cites statements: the stream shows it without a marker, as released
+    final = text.split("**final**")[1]
+    assert "[S" not in final and final.split()[:3] == box["result"].summary.split()[:3]
+
+
+def test_markers_split_across_pieces_never_show():
+    u = Unmarked()
+    pieces = ["[", "S4", "] Motor rose to 30", " [S", "5,", " S6] at visit 4. [", "x] ok [S7"]
+    shown = "".join(u.feed(p) for p in pieces) + u.flush()
+    assert shown == "Motor rose to 30 at visit 4. [x] ok [S7"  # no marker: shown, as released
 
 
 def test_closing_the_stream_cancels_generation():
