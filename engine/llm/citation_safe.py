@@ -65,6 +65,8 @@ class CitationSafeProcessor(NumberSafeProcessor):
 
     `citable[i]` is row i's (statement id, numbers) pairs as in `LLMRequest.citable`; rows with
     None keep number-safe decoding against `allowed[i]` exactly. Create one per `generate` call.
+    `lead`: every sentence of a citable row opens with a marker (the prompt asks each clause to
+    begin with its statement's id; a small model otherwise writes none).
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class CitationSafeProcessor(NumberSafeProcessor):
         citable: Sequence[Citable | None],
         *,
         max_new_tokens: Sequence[int | None] | None = None,
+        lead: bool = True,
     ):
         rows = max(len(allowed), len(citable))
         allowed = list(allowed) + [None] * (rows - len(allowed))
@@ -94,7 +97,7 @@ class CitationSafeProcessor(NumberSafeProcessor):
             )
             if key not in seen:
                 seen[key] = len(self.cite_sets)
-                self.cite_sets.append(CiteSets.of(a, c))
+                self.cite_sets.append(CiteSets.of(a, c, lead))
             self.cite_row.append(seen[key])
         self.cite_states: list[CiteState] = [START] * rows
         self._cite_next: dict[tuple[int, CiteState], list[CiteState | None]] = {}

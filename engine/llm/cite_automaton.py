@@ -5,7 +5,8 @@ A row that may cite statements (`LLMRequest.citable`) is in one of two modes:
 - text: the number automaton of engine.llm.number_safe (`advance`) runs against the numbers of
   the current scope: the request's `allowed_numbers` before a sentence's first marker (None = any
   number), the union of the cited statements' numbers after a marker's ']' up to the next '[' or
-  the end of the sentence; a '[' always opens a marker;
+  the end of the sentence; a '[' always opens a marker; with `lead` (the local backend's rows),
+  a sentence may write nothing but whitespace before its first marker, so every sentence cites;
 - marker: after '[' only "S", then digits forming a prefix of a citable id, then ',' (optionally
   one space) and another id, or ']' once the digits form a complete citable id. Marker digits are
   not numbers: they never touch the number state.
@@ -15,7 +16,8 @@ followed by whitespace (the pending `stop` flag below), or a newline.
 
 Tokens are simulated over a skeleton (`cite_skeleton`) that keeps what the automaton reads:
 digits, '.', '[', ']', 'S', ',', '!' (for '!' and '?'), ' ' (one whitespace character), '  ' (a
-longer run), 'n' (a newline run), and 'x' for any run of other characters. SmolLM2's 49,152
+longer run), 'n' (a newline run), 'x' for any run of other characters, and 'e' for a token
+with no text (the end of sequence: it may end the text between sentences). SmolLM2's 49,152
 entries share a few hundred such skeletons.
 """
 
@@ -32,7 +34,7 @@ _KEPT = frozenset("0123456789.[]S,!")
 
 
 def cite_skeleton(text: str) -> str:
-    """Reduce a token's text to what the citation automaton reads (an empty text is 'x')."""
+    """Reduce a token's text to what the citation automaton reads (an empty text is 'e')."""
     out: list[str] = []
     for ch in text:
         if ch in _KEPT or ch == "?":
@@ -47,7 +49,7 @@ def cite_skeleton(text: str) -> str:
                 out.append(" ")
         elif not out or out[-1] != "x":
             out.append("x")
-    return "".join(out) if out else "x"
+    return "".join(out) if out else "e"
 
 
 class CiteState(NamedTuple):
@@ -71,6 +73,7 @@ class CiteSets:
 
     allowed: NumberSet | None
     cited: dict[str, frozenset[str]]
+    lead: bool = False  # every sentence opens with a marker
     id_prefixes: frozenset[str] = field(init=False)
     _unions: dict[frozenset[str], NumberSet] = field(init=False, default_factory=dict)
     horizon: int = field(init=False)
@@ -86,14 +89,17 @@ class CiteSets:
 
     @classmethod
     def of(
-        cls, allowed: Iterable[str] | None, citable: Iterable[tuple[str, Iterable[str]]]
+        cls,
+        allowed: Iterable[str] | None,
+        citable: Iterable[tuple[str, Iterable[str]]],
+        lead: bool = False,
     ) -> CiteSets:
         """The sets of a request's `allowed_numbers` and `citable` (normalised here)."""
         numbers = None if allowed is None else NumberSet(normalise_allowed(allowed))
         cited: dict[str, set[str]] = {}
         for sid, nums in citable:
             cited.setdefault(sid, set()).update(normalise_allowed(nums))
-        return cls(numbers, {k: frozenset(v) for k, v in cited.items()})
+        return cls(numbers, {k: frozenset(v) for k, v in cited.items()}, lead and bool(cited))
 
     def numbers(self, scope: frozenset[str] | None) -> NumberSet | None:
         """The numbers the text may write in `scope` (None = any number)."""
@@ -153,6 +159,8 @@ def _in_marker(state: CiteState, ch: str, sets: CiteSets) -> CiteState | None:
 
 def _in_text(state: CiteState, ch: str, sets: CiteSets) -> CiteState | None:
     """One symbol outside a marker, against the current scope's numbers."""
+    if sets.lead and state.scope is None and ch not in ("[", " ", "  ", "n", "e"):
+        return None  # a sentence's words come after its first marker
     numbers = sets.numbers(state.scope)
     if "0" <= ch <= "9":
         nxt = _digit(state.num, ch, numbers)

@@ -60,8 +60,10 @@ def step_scores(proc, written: list[list[str]]) -> torch.Tensor:
 
 
 def allowed_after(written: list[str], **kw) -> set[str]:
-    """The tokens a single citable row may write next."""
-    proc = CitationSafeProcessor(VOCAB, [kw.get("allowed", ALLOWED)], [CITABLE], **kw.get("p", {}))
+    """The tokens a single citable row may write next (words before a marker allowed unless
+    `lead`)."""
+    opts = {"lead": False, **kw.get("p", {})}
+    proc = CitationSafeProcessor(VOCAB, [kw.get("allowed", ALLOWED)], [CITABLE], **opts)
     scores = step_scores(proc, [written]) if written else _first(proc)
     return {VOCAB[i] for i in range(len(VOCAB)) if scores[0, i] != float("-inf")}
 
@@ -74,6 +76,17 @@ def test_uncited_number_uses_allowed_numbers() -> None:
     ok = allowed_after([" motor", " "])
     assert {"14", "1", "9", "2.5", " 9."} <= ok
     assert not {"20", " 20", "7", " 7", "3", "12"} & ok  # S4/S12 numbers need their marker
+
+
+def test_lead_every_sentence_opens_with_a_marker() -> None:
+    lead = {"p": {"lead": True}}
+    first = allowed_after([], **lead)
+    assert {"[S", "[", " ", "\n"} & first and not {" motor", "14", "20", "a"} & first
+    ok = allowed_after(["[S", "4]", " motor", " ", "20"], **lead)
+    assert "a" in ok or " motor" in ok  # inside a cited sentence: words as usual
+    ok = allowed_after(["[S", "4]", " motor", " ", "20", ". "], **lead)
+    assert not {" motor", "14", "a"} & ok and ({"[S", "["} & ok)  # the next sentence: a marker
+    assert "" in ok  # the text may end between sentences
 
 
 def test_after_marker_number_must_be_among_the_cited_numbers() -> None:
@@ -287,7 +300,7 @@ def test_cite_skeleton() -> None:
     assert cite_skeleton("4].") == "4]."
     assert cite_skeleton("Scores?") == "Sx!"
     assert cite_skeleton("  \n\n hello") == "  n x"
-    assert cite_skeleton("") == "x"
+    assert cite_skeleton("") == "e"  # the end of sequence
 
 
 def first_masked(proc, ids: list[int], prompt: int = 0) -> int | None:
