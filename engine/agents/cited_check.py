@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.agents.cited import CitedText
-from engine.agents.label_words import label_disagreements
+from engine.agents.label_words import item_disagreements, label_disagreements
 from engine.agents.rendered_record import rendered_record
 from engine.clinical.statements import Statements
 from engine.grounding.guard import StatementSpec, check_numbers
@@ -117,6 +117,7 @@ def _cited_verdicts(cited: CitedText, sts: Statements, sents: list[dict[str, Any
             c = r.citations[j]
             clause = r.text[max(a, c.start) : min(b, c.end)]
             reasons += label_disagreements(clause, [sts.get(i) for i in c.ids])
+            reasons += item_disagreements(clause, [sts.get(i) for i in c.ids])
         for st in cited.strays:
             if a <= st.pos < b:
                 reasons.append(f"{NOT_GIVEN} ({', '.join(st.ids)})")
@@ -193,7 +194,10 @@ def _coverage(lookup: dict[str, Any], prose_rec: dict[str, Any] | None) -> dict[
     if prose_rec is not None:
         pc = prose_rec["statements"]["coverage_detail"]
         if pc.get("value", 0.0) > cov["value"]:
-            return pc
+            # the ids of the prose checker's missing facts, by the lookup's descriptions
+            by_text = dict(zip(cov.get("missing", []), cov.get("missing_ids", []), strict=False))
+            ids = [by_text[m] for m in pc.get("missing", []) if m in by_text]
+            return {**pc, "missing_ids": ids}
     return cov
 
 

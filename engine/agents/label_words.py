@@ -6,7 +6,9 @@ resolved (a new onset is its own kind). A clause that cites statements may use t
 as the cited statements label them: "improved" citing a worsened change fails. `label_words`
 finds the words (negated ones, "no improvement", and words naming a threshold, "the moderate
 cut-off", are not claims of a label) and
-`label_disagreements` names each one that no cited statement's label equals.
+`label_disagreements` names each one that no cited statement's label equals. An item code a
+clause writes ("NP3RIGLL", "PDQ8_2") must likewise be the subject of a cited statement
+(`item_disagreements`): a clause citing one item's flag cannot name another.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ NEGATED = re.compile(r"\b(?:no|not|without|never|nor)\s+(?:\w+\s+)?$", re.I)
 #: "mild band 32", "the MCID for worsening")
 NAMES_AFTER = re.compile(r"\s*(?:band|cut-?off|bound|threshold|range|MCID)\b", re.I)
 NAMES_BEFORE = re.compile(r"\bMCID\s+(?:for|of)\s+(?:\w+\s+)?$", re.I)
+
+
+#: an instrument item's code as the statements and the prompt lines write it
+ITEM_CODE = re.compile(r"\b(?:NP[1-4][A-Z0-9]{2,}|PDQ8_\d+)\b")
 
 
 def label_words(clause: str) -> list[tuple[str, str, str]]:
@@ -76,3 +82,13 @@ def label_disagreements(clause: str, cited: Sequence[Statement]) -> list[str]:
         else:
             reasons.append(f"'{word}' is not the label of any cited statement")
     return reasons
+
+
+def item_disagreements(clause: str, cited: Sequence[Statement]) -> list[str]:
+    """A reason for each item code of `clause` that is no cited statement's subject."""
+    subjects = {s.subject for s in cited if s is not None}
+    return [
+        f"'{code}' is not the item of any cited statement"
+        for code in dict.fromkeys(m.group(0) for m in ITEM_CODE.finditer(clause))
+        if code not in subjects
+    ]
