@@ -22,10 +22,11 @@ from typing import Any
 
 from engine.agents.cited import CitedText, read_cited
 from engine.agents.cited_check import ProseCheck, cited_record
-from engine.agents.cited_repair import repair_cited
+from engine.agents.cited_repair import add_missing, repair_cited
 from engine.agents.rendered_record import rendered_record
 from engine.clinical.statements import Statements
 from engine.grounding.guard import critique, repair_text
+from engine.grounding.sentences import split_sentences
 from engine.writing.citing import Rendered
 
 
@@ -101,6 +102,11 @@ def _repairable(rec: dict[str, Any]) -> list[dict[str, Any]] | None:
     return None if not bad or loose or len(spans) < len(bad) else bad
 
 
+def _short_of_key_facts(rec: dict[str, Any]) -> bool:
+    """Every sentence holds, but key statements are missing (coverage)."""
+    return not rec["unsupported"] and not rec["statements"]["removable"]
+
+
 def try_repair(
     g: CitedGuard,
     cited: CitedText,
@@ -109,20 +115,36 @@ def try_repair(
     repairs: list[dict[str, Any]],
     stage: str,
 ) -> tuple[CitedText, dict[str, Any], str]:
-    """The repaired text and its record when the repair passes, else the text as it was."""
+    """The repaired text and its record when the repair passes, else the text as it was:
+    failing sentences replaced or removed, then the renderings of missing key statements
+    added (engine.agents.cited_repair). A repair keeps at least one of the model's sentences:
+    one that would remove them all is no repair (the text is regenerated or replaced)."""
     bad = _repairable(rec)
-    if bad is None or not cited.text.strip():
+    if (bad is None and not _short_of_key_facts(rec)) or not cited.text.strip():
         return cited, rec, stage
-    if cited.rendered.citations or cited.strays:
-        fixed, removed = repair_cited(cited, bad, fallback)
-    else:  # no citation at all: the prose guard's repair, as for a text without citable
-        plain, removed = repair_text(cited.text, bad, fallback.text)
-        fixed = Rendered(plain)
-    new_cited = CitedText(fixed)
-    new = g.check(new_cited)
-    repairs.append({"stage": stage, "removed": removed, "passed": passed(new)})
+    if bad is not None and len(bad) >= len(split_sentences(cited.text)):
+        return cited, rec, stage
+    removed: list[dict[str, Any]] = []
+    if bad is None:
+        fixed, new = cited.rendered, rec
+    else:
+        if cited.rendered.citations or cited.strays:
+            fixed, removed = repair_cited(cited, bad, fallback)
+        else:  # no citation at all: the prose guard's repair, as for a text without citable
+            plain, removed = repair_text(cited.text, bad, fallback.text)
+            fixed = Rendered(plain)
+        new = g.check(CitedText(fixed))
+    added: list[dict[str, Any]] = []
+    if not passed(new) and _short_of_key_facts(new):
+        missing = new["statements"]["coverage_detail"].get("missing_ids") or []
+        fixed, added = add_missing(fixed, missing, fallback)
+        if added:
+            new = g.check(CitedText(fixed))
+    if not removed and not added:
+        return cited, rec, stage
+    repairs.append({"stage": stage, "removed": removed, "added": added, "passed": passed(new)})
     if passed(new):
-        return new_cited, new, "repaired"
+        return CitedText(fixed), new, "repaired"
     return cited, rec, stage
 
 

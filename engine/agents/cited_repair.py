@@ -7,6 +7,9 @@ the sentences that render given statements are found by id, not by reading:
 - a failing uncited sentence is replaced as the prose guard replaces it
   (engine.grounding.guard.repair_text: the facts sentence about the same patients and parts),
   and the replacement keeps the citations it has in the fallback.
+A text whose sentences all hold but that leaves out key statements (coverage) is completed by
+`add_missing`: the fallback sentences whose own citations include a missing key statement are
+added after the text, in the fallback's order.
 The repaired text keeps the citations of the sentences it keeps, shifted, so that it is checked
 again by lookup (engine.agents.cited_check).
 """
@@ -53,25 +56,45 @@ class TextBuilder:
         return Rendered(body, tuple(sorted(cits, key=lambda c: (c.start, c.depth))))
 
 
-def _own_ids(r: Rendered, a: int, b: int) -> set[str]:
-    """The ids of the citations that start inside [a, b) (an enclosing paragraph citation is
-    not the sentence's own)."""
-    return {i for c in r.citations if a <= c.start < b for i in c.ids}
+def _own(r: Rendered, c: Citation, a: int, b: int) -> bool:
+    """Whether citation `c` is the sentence [a, b)'s own: inside it (an enclosing paragraph
+    citation, which starts with the paragraph's first sentence, is no sentence's own)."""
+    return a <= c.start < b and (c.end <= b or not r.text[b : c.end].strip())
+
+
+def _sentence_citations(r: Rendered, a: int, b: int) -> tuple[list[Citation], bool]:
+    """(the citations a sentence [a, b) of the fallback carries when copied, whether they are
+    its own): its own, else the enclosing ones (a paragraph cited as a whole)."""
+    own = [c for c in r.citations if _own(r, c, a, b)]
+    if own:
+        return own, True
+    return [c for c in r.citations if c.start < b and c.end > a], False
 
 
 def _cited_ids(r: Rendered, a: int, b: int) -> set[str]:
     return {i for c in r.citations if c.start < b and c.end > a for i in c.ids}
 
 
-def _fallback_for(ids: set[str], fallback: Rendered, used: set[int], text: str) -> list[int]:
-    """The fallback sentences (by start) whose own citations include one of `ids`."""
-    out = []
-    for _p, a, b in split_sentences(fallback.text):
-        if a in used or fallback.text[a:b].strip() in text:
-            continue
-        if ids & _own_ids(fallback, a, b):
-            out.append(a)
-    return out
+def _fallback_for(
+    ids: set[str], fallback: Rendered, used: set[int], text: str
+) -> list[tuple[int, set[str]]]:
+    """The fallback sentences (start, the wanted ids they render) that render `ids`, in the
+    fallback's order: first those whose own citations do, then, for ids still wanted, those
+    inside a paragraph citing them (a sentence already in `text` or `used` is skipped)."""
+    want, picked = set(ids), {}
+    sents = split_sentences(fallback.text)
+    for own_only in (True, False):
+        for _p, a, b in sents:
+            if not want:
+                break
+            if a in used or a in picked or fallback.text[a:b].strip() in text:
+                continue
+            cits, own = _sentence_citations(fallback, a, b)
+            got = want & {i for c in cits for i in c.ids}
+            if got and (own or not own_only):
+                picked[a] = got
+                want -= got
+    return sorted(picked.items())
 
 
 def _uncited_replacement(sentence: Mapping[str, Any], text: str, fallback: Rendered) -> int | None:
@@ -102,7 +125,7 @@ def repair_cited(
         out.add(r.text[last:a0], r.citations, last)
         last = a1
         if s.get("cited"):
-            starts = _fallback_for(_cited_ids(r, a0, a1), fallback, used, r.text)
+            starts = [a for a, _ids in _fallback_for(_cited_ids(r, a0, a1), fallback, used, r.text)]
         else:
             one = _uncited_replacement(s, r.text, fallback)
             starts = [] if one is None or one in used else [one]
@@ -112,7 +135,7 @@ def repair_cited(
             b = ends.get(a, a + len(fallback.text[a:].split("\n", 1)[0]))
             if pieces:
                 out.add(" ")
-            out.add(fallback.text[a:b], fallback.citations, a)
+            out.add(fallback.text[a:b], _sentence_citations(fallback, a, b)[0], a)
             pieces.append(fallback.text[a:b])
         if not pieces and r.text[a1 : a1 + 1] == " ":
             last = a1 + 1  # a removed sentence takes the space after it
@@ -121,3 +144,20 @@ def repair_cited(
         )
     out.add(r.text[last:], r.citations, last)
     return out.rendered(), removed
+
+
+def add_missing(
+    r: Rendered, ids: Sequence[str], fallback: Rendered
+) -> tuple[Rendered, list[dict[str, Any]]]:
+    """`r` followed by the fallback sentences that render the missing key statements `ids`
+    (see the module docstring), and what was added (each sentence with the ids it states)."""
+    out = TextBuilder()
+    out.add(r.text, r.citations, 0)
+    added: list[dict[str, Any]] = []
+    ends = {a: b for _p, a, b in split_sentences(fallback.text)}
+    for a, got in _fallback_for(set(ids), fallback, set(), r.text):
+        b = ends[a]
+        out.add("\n" if r.text.endswith("\n") or not r.text else " ")
+        out.add(fallback.text[a:b], _sentence_citations(fallback, a, b)[0], a)
+        added.append({"text": fallback.text[a:b], "states": sorted(got)})
+    return out.rendered(), added

@@ -360,6 +360,7 @@ def _coverage(claims: Sequence[_Claim], keys: Sequence[Statement]) -> dict[str, 
         "stated": n,
         "total": len(keys),
         "missing": [_describe(s) for s in missing],
+        "missing_ids": [s.id for s in missing],
     }
 
 

@@ -144,9 +144,17 @@ def _pdq8(ic: InstrumentCourse, sts: Statements | None) -> str:
 NOW_ITEMS = 8
 
 
-def _now(fd: Findings) -> str:
+def _item(sts: Statements | None, patient: int, item: str, text: str) -> str:
+    """`text` naming one item, cited by the statements about that item (its flag, finding)."""
+    if sts is None:
+        return text
+    return cite(text, [s for s in sts.about(patient) if s.subject == item])
+
+
+def _now(fd: Findings, sts: Statements | None = None, patient: int = 0) -> str:
     """Items at 3 or 4 at the latest assessment, then the current red flags not among them,
-    grouped by part (the part's name narrows labels two parts share, e.g. "speech")."""
+    grouped by part (the part's name narrows labels two parts share, e.g. "speech"); each item
+    cited by its own statements, so that a sentence naming it is found by them."""
     seen: set[str] = set()
     by: dict[str, list[str]] = {}
     n = 0
@@ -155,13 +163,17 @@ def _now(fd: Findings) -> str:
             seen.add(h.item)
             n += 1
             if n <= NOW_ITEMS:
-                by.setdefault(h.domain, []).append(f"{item_label(h.label)} {fmt(h.value)}")
+                by.setdefault(h.domain, []).append(
+                    _item(sts, patient, h.item, f"{item_label(h.label)} {fmt(h.value)}")
+                )
     for g in fd.flags:
         if g.current and g.item not in seen and g.values:
             seen.add(g.item)
             onset = " (new onset)" if g.rule.endswith("new_onset") else ""
             by.setdefault(g.domain, []).append(
-                f"{item_label(g.item_label)} {fmt(g.values[-1])}{onset}"
+                _item(
+                    sts, patient, g.item, f"{item_label(g.item_label)} {fmt(g.values[-1])}{onset}"
+                )
             )
     if not by:
         return "Now: no item at 3 or 4 and no current red flag."
@@ -219,7 +231,7 @@ def patient_digest(
     sents = [_who(patient, ics)]
     for ic in ics:
         sents.append(_updrs(ic, sts, ctx) if ic.instrument == "updrs" else _pdq8(ic, sts))
-    sents += [_now(fd), _negatives(fd), _data(patient, ics, excluded, ctx)]
+    sents += [_now(fd, sts, patient), _negatives(fd), _data(patient, ics, excluded, ctx)]
     return cite(" ".join(s for s in sents if s), _pool(sts, patient))
 
 

@@ -148,7 +148,7 @@ def _motor_writer(clause: str):
     def script(req):
         if req.agent == "motor":
             sid = _line_id(req, r"patient 1, motor, visit 1 to visit 4: change")
-            return f"[{sid}] {clause}"
+            return f"[{sid}] " + clause.format(sid=sid)
         return fx.echo_facts(req)
 
     return script
@@ -156,11 +156,15 @@ def _motor_writer(clause: str):
 
 def test_wrong_number_in_a_cited_clause_is_repaired_by_the_rendering_of_its_statement():
     llm = FakeLLM(
-        _motor_writer("Patient 1's motor score rose from 20 at visit 1 to 31 at visit 4.")
+        _motor_writer(
+            "Patient 1's motor score rose from 20 at visit 1 to 31 at visit 4. "
+            "[{sid}] Patient 1's motor score is a worsening of +10."
+        )
     )
     r = fx.engine(llm).run(TRAJ)
     rec = r.verification["per_agent"]["motor"]
     assert rec["released"] == "repaired" and rec["passed"]
+    assert r.narratives["motor"].endswith("Patient 1's motor score is a worsening of +10.")
     (removed,) = rec["repairs"][0]["removed"]
     assert any("31" in x for x in removed["reasons"])
     assert removed["replaced_by"] and "31" not in r.narratives["motor"]
@@ -236,3 +240,55 @@ def test_streamed_run_writes_the_cited_digest_one_request_at_a_time():
     rec = r.verification["per_agent"]["final"]
     assert rec["released"] == "as_written" and rec["cited"]["share"] == 1.0
     assert "[S" in sink.text["final"] and not CITE_MARKER.search(r.summary)
+
+
+def test_a_repair_that_would_remove_every_model_sentence_is_no_repair():
+    """One wrong sentence and nothing else: replacing it would leave no model text, so the text
+    is regenerated and, still wrong, replaced by the facts text (not counted as repaired)."""
+    llm = FakeLLM(
+        _motor_writer("Patient 1's motor score rose from 20 at visit 1 to 31 at visit 4.")
+    )
+    r = fx.engine(llm).run(TRAJ)
+    rec = r.verification["per_agent"]["motor"]
+    assert rec["released"] == "replaced" and rec["fallback_used"] and rec["passed"]
+    assert "31" not in r.narratives["motor"]
+
+
+def test_item_code_of_another_item_fails(facts_run):
+    flag = next(s for s in facts_run.statements if s.kind == "red_flag" and s.patient == 1)
+    other = "NP3ZZZZ"
+    bad = _record(
+        f"[{flag.id}] Patient 1, {other}, red flag, current.", facts_run.statements, {flag.id}, []
+    )
+    (s,) = bad["statements"]["sentences"]
+    assert s["status"] == "unsupported" and f"'{other}' is not the item" in " ".join(s["reasons"])
+    good = _record(
+        f"[{flag.id}] Patient 1, {flag.subject}, red flag, current.",
+        facts_run.statements,
+        {flag.id},
+        [],
+    )
+    assert not any("is not the item" in r for r in good["statements"]["sentences"][0]["reasons"])
+
+
+def test_digest_short_of_key_statements_is_completed_by_their_renderings():
+    """A digest whose one sentence is true but states only the first key statement: the facts
+    digest's sentences that render the missing ones are added after it (released repaired)."""
+
+    def script(req):
+        if req.agent == "final" and req.citable:
+            first = next(ln for ln in req.user.splitlines() if ln.startswith("[S"))
+            sid, line = first[1:].split("] ", 1)
+            return f"[{sid}] {line[:1].upper()}{line[1:]}."
+        return fx.echo_facts(req)
+
+    r = fx.engine(FakeLLM(script)).run(TRAJ)
+    rec = r.verification["per_agent"]["final"]
+    assert rec["released"] == "repaired" and rec["passed"] and rec["coverage"] == 1.0
+    (rep,) = rec["repairs"]
+    assert not rep["removed"] and rep["added"]
+    states = {i for a in rep["added"] for i in a["states"]}
+    assert states and states <= {s.id for s in r.statements.key_facts}
+    first = rec["statements"]["sentences"][0]
+    assert first["text"].startswith("Patient 1, motor") and first["checked_by"] == "lookup"
+    assert all(a["text"] in r.summary for a in rep["added"])

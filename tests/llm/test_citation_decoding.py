@@ -318,11 +318,12 @@ def first_masked(proc, ids: list[int], prompt: int = 0) -> int | None:
 @pytest.mark.xdist_group("local-llm")
 def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     """The bundled SmolLM2 through LocalLLM.generate: whatever it writes, every marker names a
-    given id and every number of a cited clause is one of its ids' numbers. SmolLM2-135M writes
-    no markers of its own (measured), so the same processor is also driven over texts in the real
-    tokenizer's pieces (" [", "S", "1", "]", ",", " S"): a valid cited text passes token for
-    token, a wrong cited number, an id that is not citable and a bracket without an id are
-    masked where they start."""
+    given id, every number of a cited clause is one of its ids' numbers, and (the local
+    backend's `lead`) its text opens with a marker: SmolLM2-135M writes none of its own
+    (measured). The same processor is also driven over texts in the real tokenizer's pieces
+    (" [", "S", "1", "]", ",", " S"): a valid cited text passes token for token, a wrong cited
+    number, an id that is not citable and a bracket without an id are masked where they start,
+    and with `lead` a sentence without a marker is masked at its first word."""
     from engine.config import Config
     from engine.llm.citation_safe import CitationSafeProcessor
     from engine.llm.local import LocalLLM
@@ -347,6 +348,7 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     req = LLMRequest(system, user, allowed_numbers=allowed, citable=citable, max_new_tokens=64)
     (text,) = llm.generate([req])
     assert llm.last_stats["number_safe"] and text
+    assert CITE_MARKER.match(text.lstrip()), text  # the first sentence opens with a marker
     ids = {sid: normalise_allowed(nums) for sid, nums in citable}
     markers = marker_spans(text)
     assert all(i in ids for _s, _e, got in markers for i in got), text
@@ -362,8 +364,8 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     tokenizer = llm._loaded.tokenizer
     vocab = vocab_index(tokenizer, llm._loaded.model.config.vocab_size)
 
-    def masked_at(piece: str) -> str | None:
-        proc = CitationSafeProcessor(vocab, [allowed], [citable])
+    def masked_at(piece: str, lead: bool = False) -> str | None:
+        proc = CitationSafeProcessor(vocab, [allowed], [citable], lead=lead)
         tids = tokenizer(piece, add_special_tokens=False)["input_ids"]
         j = first_masked(proc, tids)
         return None if j is None else tokenizer.decode(tids[j:])
@@ -374,3 +376,5 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     assert masked_at("Then [S1,S7] rose") == "7] rose"  # S7 is not citable
     assert masked_at("see [ref 3]") == "ref 3]"  # '[' opens a marker
     assert masked_at("[S3] 12. ADL 9.") is None  # the sentence end closes S3's scope
+    assert masked_at(valid.replace(" Patient 5.", ""), lead=True) is None
+    assert (masked_at("[S3] 12. ADL 9.", lead=True) or "").strip() == "ADL 9."  # at its word
