@@ -5,7 +5,10 @@ read by the prose checker:
 - its numbers must be the cited statements' values or identifiers (patient after "patient",
   visit after "visit", session dates): the record of the plain text with its citations, looked
   up like the facts backend's (engine.agents.rendered_record);
-- its judgement words must be the cited statements' labels (engine.agents.label_words);
+- its judgement words must be the cited statements' labels and its item codes their subjects
+  (engine.agents.label_words);
+- it must be finished (a full stop: a clause cut off by the length limit fails) and write no
+  percentage (no statement states one);
 - a marker naming a statement the request did not give fails it ("cites a statement it was
   not given").
 The sentences without a citation are joined into one text, in order and with their paragraph
@@ -18,6 +21,7 @@ each, coverage, citations with spans into the released text), "checked_by": "loo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -103,16 +107,34 @@ def _uncited_text(text: str, sents: Sequence[dict[str, Any]]) -> tuple[str, list
     return "".join(parts), segs
 
 
+#: a sentence's end: '.', '!' or '?' (a cited sentence without one was cut off mid-clause)
+_FINISHED = re.compile(r"[.!?][\"')\]]*$")
+#: a number written as a percentage (no statement states one: scores, changes and the PDQ-8
+#: Summary Index, written "SI", are not percentages)
+_PERCENT = re.compile(r"\d(?:\.\d+)?\s?(?:%|per ?cent\b)", re.I)
+
+
+def _form_reasons(sentence: str) -> list[str]:
+    """What a cited sentence's form says against it, whatever it cites: cut off, or a
+    percentage."""
+    out = []
+    if not _FINISHED.search(sentence.strip()):
+        out.append("the sentence is unfinished (no full stop)")
+    if _PERCENT.search(sentence):
+        out.append("a percentage: the cited statements state none")
+    return out
+
+
 def _cited_verdicts(cited: CitedText, sts: Statements, sents: list[dict[str, Any]]) -> list[dict]:
-    """The label and stray reasons of each cited sentence (added to its verdict); the
-    unsupported entries they make."""
+    """The label, item, form and stray reasons of each cited sentence (added to its verdict);
+    the unsupported entries they make."""
     r = cited.rendered
     extra: list[dict[str, Any]] = []
     for s in sents:
         if not s["cited"]:
             continue
         a, b = s["span"]
-        reasons: list[str] = []
+        reasons: list[str] = _form_reasons(r.text[a:b])
         for j in s["citations"]:
             c = r.citations[j]
             clause = r.text[max(a, c.start) : min(b, c.end)]

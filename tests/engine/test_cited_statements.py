@@ -292,3 +292,16 @@ def test_digest_short_of_key_statements_is_completed_by_their_renderings():
     first = rec["statements"]["sentences"][0]
     assert first["text"].startswith("Patient 1, motor") and first["checked_by"] == "lookup"
     assert all(a["text"] in r.summary for a in rep["added"])
+
+
+def test_unfinished_or_percentage_cited_sentence_fails(facts_run):
+    """A clause cut off by the length limit, or a number written as a percentage, fails
+    whatever it cites (no statement states a percentage)."""
+    st = _motor_change(facts_run.statements)
+    for text, reason in (
+        (f"[{st.id}] Patient 1's motor score rose to 30 at visit 4 and", "unfinished"),
+        (f"[{st.id}] Patient 1's motor score rose by 20% at visit 4.", "percentage"),
+    ):
+        rec = _record(text, facts_run.statements, {st.id}, [])
+        (s,) = rec["statements"]["sentences"]
+        assert s["status"] == "unsupported" and reason in " ".join(s["reasons"]), text
