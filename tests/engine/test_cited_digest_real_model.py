@@ -51,7 +51,8 @@ def test_real_model_cited_digest_is_guarded_whatever_it_writes():
 
     env = {k: v for k, v in os.environ.items() if k == "MARAG_MODEL_CACHE_DIR"}
     llm = _Recording(LocalLLM(Config.load({"llm": "local", "device": "cpu"}, env=env)))
-    r = fx.engine(llm).run(TRAJ)
+    # 64 new tokens per text at most, as the committed evaluation (docs/eval/cited-trajectory)
+    r = fx.engine(llm, max_new_tokens=64).run(TRAJ)
     digests = [(q, t) for q, t in llm.seen if q.agent == "final"]
     assert digests, [q.agent for q, _t in llm.seen]
     for req, text in digests:
