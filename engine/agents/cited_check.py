@@ -12,9 +12,8 @@ read by the prose checker:
 - a marker naming a statement the request did not give fails it ("cites a statement it was
   not given").
 The sentences without a citation are joined into one text, in order and with their paragraph
-breaks, and that text goes through the prose checker (engine.grounding.guard.check_numbers and
-engine.grounding.verify.verify_text) as any model text does. The record has the shape the
-dashboard and the evaluation read (claims, unsupported, statements.sentences with a status
+breaks, and that text goes through the prose checker (engine.grounding.guard.check_prose:
+numbers and sentences) as any model text does. The record has the shape the dashboard and the evaluation read (claims, unsupported, statements.sentences with a status
 each, coverage, citations with spans into the released text), "checked_by": "lookup+prose" and
 "cited": the share of sentences checked by lookup.
 """
@@ -30,9 +29,8 @@ from engine.agents.cited import CitedText
 from engine.agents.label_words import item_disagreements, label_disagreements
 from engine.agents.rendered_record import rendered_record
 from engine.clinical.statements import Statements
-from engine.grounding.guard import StatementSpec, check_numbers
+from engine.grounding.guard import StatementSpec, check_prose
 from engine.grounding.ledger_index import LedgerIndex
-from engine.grounding.verify import verify_text
 from engine.metrics import in_order
 
 NOT_GIVEN = "cites a statement it was not given"
@@ -47,21 +45,7 @@ def prose_checker(
     checks a model text)."""
 
     def check(text: str) -> dict[str, Any]:
-        rec = check_numbers(text, idx, plan_patients)
-        st = verify_text(
-            text,
-            idx,
-            plan_patients,
-            agent=spec.agent,
-            flags=spec.flags,
-            phrases=spec.phrases,
-            coverage_min=spec.coverage_min,
-            cohort=spec.cohort,
-            analysis=spec.analysis,
-            digest=spec.digest,
-        )
-        rec["statements"] = st
-        return rec
+        return check_prose(text, idx, plan_patients, spec)
 
     return check
 

@@ -9,7 +9,7 @@ guard_records), so that nodes stay functions that return what they change.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
 
@@ -219,16 +219,7 @@ class Generation:
             self.records[agent] = rec  # type: ignore[assignment]
             return text
 
-        def regenerate(critique: str) -> str:
-            again = replace(
-                req,
-                user=req.user
-                + "\n\nCritique of your previous answer: "
-                + critique
-                + "\nRewrite the answer.",
-            )
-            return self.generate([again])[0]
-
+        regenerate = self._regenerator(req, "Rewrite the answer.")
         res = guard_text(
             text,
             self.index,
@@ -242,6 +233,17 @@ class Generation:
         rec["guarded"] = True
         self.records[agent] = rec  # type: ignore[assignment]
         return res.text
+
+    def _regenerator(self, req: LLMRequest, ask: str) -> Callable[[str], str]:
+        """The guard's regeneration of `req`: the same request with the critique and `ask`."""
+
+        def regenerate(critique: str) -> str:
+            again = replace(
+                req, user=f"{req.user}\n\nCritique of your previous answer: {critique}\n{ask}"
+            )
+            return self.generate([again])[0]
+
+        return regenerate
 
     def _release_cited(
         self, agent: str, req: LLMRequest, text: str, fallback: Rendered, spec: StatementSpec
@@ -266,16 +268,9 @@ class Generation:
             self.records[agent] = rec  # type: ignore[assignment]
             return cited.text
 
-        def regenerate(critique: str) -> str:
-            again = replace(
-                req,
-                user=req.user
-                + "\n\nCritique of your previous answer: "
-                + critique
-                + "\nRewrite the answer, each clause after the id of the statement it states.",
-            )
-            return self.generate([again])[0]
-
+        regenerate = self._regenerator(
+            req, "Rewrite the answer, each clause after the id of the statement it states."
+        )
         out, rec = release_cited(g, text, regenerate, fallback, self.ctx.cfg.grounding_rounds)
         rec["guarded"] = True
         self.records[agent] = rec  # type: ignore[assignment]

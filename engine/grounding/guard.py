@@ -159,7 +159,7 @@ def guard_text(
     idx = ledger if isinstance(ledger, LedgerIndex) else LedgerIndex(ledger)
     rounds = 0
     written = text
-    rec = _check_all(text, idx, plan_patients, statements)
+    rec = check_prose(text, idx, plan_patients, statements)
     history = [_brief(rec)]
     released = "as_written"
     repairs: list[dict[str, Any]] = []
@@ -170,7 +170,7 @@ def guard_text(
     while not _passed(rec) and regenerate is not None and rounds < max_rounds:
         rounds += 1
         text = regenerate(critique(rec))
-        rec = _check_all(text, idx, plan_patients, statements)
+        rec = check_prose(text, idx, plan_patients, statements)
         history.append(_brief(rec))
         released = "regenerated"
         if not _passed(rec):
@@ -187,7 +187,7 @@ def guard_text(
             rejected["unsupported_sentences"] = rec["statements"]["removable"]
             rejected["coverage"] = rec["statements"]["coverage_detail"]
         text = fallback()
-        rec = _check_all(text, idx, plan_patients, statements)
+        rec = check_prose(text, idx, plan_patients, statements)
         rec["rejected"] = rejected
         fallback_used = True
         released = "replaced"
@@ -225,9 +225,11 @@ class StatementSpec:
     digest: bool = False  # the final agent's digest (its key facts: key_facts.in_digest)
 
 
-def _check_all(
+def check_prose(
     text: str, idx: LedgerIndex, plan_patients: Sequence[int], spec: StatementSpec | None
 ) -> dict[str, Any]:
+    """The prose checker's record of one text: its numbers, then (with `spec`) its sentences
+    and the agent's key facts."""
     rec = check_numbers(text, idx, plan_patients)
     if spec is not None:
         st = verify_text(
@@ -277,7 +279,7 @@ def _try_repair(
         return text, rec, stage
     source = fallback()
     repaired, removed = repair_text(text, bad, source)
-    new = _check_all(repaired, idx, plan_patients, spec)
+    new = check_prose(repaired, idx, plan_patients, spec)
     entry = {"stage": stage, "removed": removed, "passed": _passed(new)}
     repairs.append(entry)
     if _passed(new):
