@@ -55,6 +55,6 @@ def echo_cited(req) -> str:
     for ln in req.user.splitlines():
         m = re.match(r"\[(S\d+)\] (.*)$", ln.strip())
         if m:
-            line = m.group(2)
+            line = m.group(2).rstrip(".")
             out.append(f"[{m.group(1)}] {line[:1].upper()}{line[1:]}.")
     return " ".join(out) or f"The {req.agent} agent has no statements."

@@ -87,26 +87,74 @@ def _visits(s: Statement) -> str:
     return "visits " + ", ".join(str(v) for v in s.visits)
 
 
+#: statement kinds whose name a line states (the others are said by their values and label)
+NAMED_KINDS = frozenset(
+    {
+        "red_flag",
+        "new_onset",
+        "pertinent_negative",
+        "incongruence",
+        "peak",
+        "monitor",
+        "item_finding",
+        "excluded",
+        "partial",
+        "session",
+        "rank",
+    }
+)
+#: statement kinds whose thresholds a line lists (a change's MCID is said by its label)
+THRESHOLD_KINDS = frozenset({"red_flag", "new_onset", "incongruence", "reference"})
+
+
+def _shown(s: Statement, v: FactValue) -> bool:
+    """Whether a line lists value `v` of `s`: not an item rating, date or visit (stated
+    elsewhere), not a score between a change's visits, a count only on a count statement, a
+    threshold only where it is the finding's own (a red flag's, a band's limits)."""
+    if v.kind in UNLISTED or (s.visits and v.visit is not None and v.visit not in s.visits):
+        return False
+    if v.kind == "count":
+        return s.kind == "count"
+    if v.kind == "threshold":
+        if s.kind == "band":
+            return (v.item or "") == f"severity_{s.label}"
+        return s.kind in THRESHOLD_KINDS
+    return True
+
+
 def _values(s: Statement) -> str:
-    parts = []
+    parts: list[str] = []
+    band: list[str] = []
     for v in s.values:
-        if v.kind in UNLISTED or (s.visits and v.visit is not None and v.visit not in s.visits):
-            continue  # a score between a change's visits is the course's, not the change's
+        if not _shown(s, v):
+            continue
+        if v.kind == "threshold" and s.kind == "band":
+            band.append(value_text(v))
+            continue
         word = KIND_WORDS.get(v.kind, v.kind)
         if v.kind == "threshold":
             word = threshold_name(v.item)
         at = f" at visit {v.visit}" if v.visit is not None and v.kind == "score" else ""
         parts.append(f"{word} {value_text(v)}{KIND_AFTER.get(v.kind, '')}{at}")
+    if band:
+        parts.append(f"{s.label} band " + " to ".join(band))
     return ", ".join(parts)
 
 
 def statement_line(s: Statement) -> str:
-    """The prompt line of one statement: "[S12] patient 3, motor, visit 1 to visit 4: change
-    from baseline +10, worsened"."""
-    who = f"patient {s.patient}" if s.patient is not None else "cohort"
+    """The prompt line of one statement, short and a sentence of its own: "[S12] Patient 3,
+    motor, visit 1 to visit 4: score 20 at visit 1, score 30 at visit 4, change from baseline
+    +10, worsened." (a model that copies a line writes a finished, true sentence; every token
+    of a line is prompt the model reads)."""
+    who = f"Patient {s.patient}" if s.patient is not None else "Cohort"
     head = ", ".join(x for x in (who, _subject(s), _visits(s)) if x)
-    body = ", ".join(x for x in (s.kind.replace("_", " "), _values(s), s.label) if x)
-    return f"[{s.id}] {head}: {body}"
+    kind = s.kind.replace("_", " ")
+    values = _values(s)
+    said = [kind] + [part.split(" ")[0] for part in values.split(", ")]
+    label = "" if s.kind == "band" or s.label in said else s.label
+    named = kind if s.kind in NAMED_KINDS or not (values or label) else ""
+    body = ", ".join(x for x in (named, values, label) if x)
+    return f"[{s.id}] {head}: {body}."
 
 
 def statement_numbers(s: Statement) -> frozenset[str]:
@@ -127,18 +175,23 @@ def statement_numbers(s: Statement) -> frozenset[str]:
     return allowed_numbers(*texts)
 
 
-def citable_statements(statements: Sequence[Statement]) -> list[Statement]:
-    """The statements a prompt lists: the key ones first, at most MAX_LINES."""
+def citable_statements(
+    statements: Sequence[Statement], max_lines: int = MAX_LINES
+) -> list[Statement]:
+    """The statements a prompt lists: the key ones first, at most `max_lines` (and MAX_LINES)."""
     keys = [s for s in statements if s.key]
     rest = [s for s in statements if not s.key]
-    return (keys + rest)[:MAX_LINES]
+    return (keys + rest)[: min(max_lines, MAX_LINES)]
 
 
-def with_citable(req: LLMRequest, statements: Sequence[Statement]) -> LLMRequest:
-    """`req` with the citable statements listed before its closing line ("Narrative:"), the
-    citing instruction in its system message, and `citable` set; the allowed numbers (when the
-    request has them) include every citable number."""
-    shown = citable_statements(statements)
+def with_citable(
+    req: LLMRequest, statements: Sequence[Statement], max_lines: int = MAX_LINES
+) -> LLMRequest:
+    """`req` with the citable statements listed before its closing line ("Narrative:"), at
+    most `max_lines` of them (the ones its text has room to state: engine.llm.lengths
+    `statements_within`), the citing instruction in its system message, and `citable` set; the
+    allowed numbers (when the request has them) include every citable number."""
+    shown = citable_statements(statements, max_lines)
     if not shown:
         return req
     p = load_prompt("cite")

@@ -9,7 +9,8 @@ the sentences that render given statements are found by id, not by reading:
   and the replacement keeps the citations it has in the fallback.
 A text whose sentences all hold but that leaves out key statements (coverage) is completed by
 `add_missing`: the fallback sentences whose own citations include a missing key statement are
-added after the text, in the fallback's order.
+added after the text, in the fallback's order, less the "; "-separated clauses that state only
+what the text already states (no finding said twice).
 The repaired text keeps the citations of the sentences it keeps, shifted, so that it is checked
 again by lookup (engine.agents.cited_check).
 """
@@ -155,9 +156,41 @@ def add_missing(
     out.add(r.text, r.citations, 0)
     added: list[dict[str, Any]] = []
     ends = {a: b for _p, a, b in split_sentences(fallback.text)}
+    stated = {i for c in r.citations for i in c.ids}
     for a, got in _fallback_for(set(ids), fallback, set(), r.text):
         b = ends[a]
         out.add("\n" if r.text.endswith("\n") or not r.text else " ")
-        out.add(fallback.text[a:b], _sentence_citations(fallback, a, b)[0], a)
-        added.append({"text": fallback.text[a:b], "states": sorted(got)})
+        start = out.n
+        cits = _sentence_citations(fallback, a, b)[0]
+        parts = _new_parts(fallback, a, b, stated, set(ids))
+        for k, (pa, pb) in enumerate(parts):
+            if k:
+                out.add("; ")
+            out.add(fallback.text[pa:pb], cits, pa)
+        end = fallback.text[a:b].rstrip()[-1:]
+        if parts[-1][1] < b and end in ".!?":
+            out.add(end)  # the sentence's last clause was left out: keep its full stop
+        added.append({"text": "".join(out.parts)[start:], "states": sorted(got)})
     return out.rendered(), added
+
+
+def _new_parts(
+    fallback: Rendered, a: int, b: int, stated: set[str], wanted: set[str]
+) -> list[tuple[int, int]]:
+    """The "; "-separated clauses of the fallback sentence [a, b) worth adding: all but those
+    (after the first, which names the patient) whose citations state only statements the text
+    already states, so that an added sentence does not say a finding twice."""
+    spans, pos = [], a
+    for part in fallback.text[a:b].split("; "):
+        spans.append((pos, pos + len(part)))
+        pos += len(part) + 2
+    keep = [spans[0]]
+    for pa, pb in spans[1:]:
+        ids = {i for c in fallback.citations if pa <= c.start and c.end <= pb for i in c.ids}
+        if not ids or not ids <= stated or ids & wanted:
+            keep.append((pa, pb))
+    if len(keep) < len(spans) and keep[-1] != spans[-1]:
+        pa, pb = keep[-1]
+        tail = fallback.text[pa:pb].rstrip()
+        keep[-1] = (pa, pa + len(tail.rstrip(".!?")))
+    return keep

@@ -47,5 +47,5 @@ def digest_request(
         ),
         agent="final",
     )
-    req = with_citable(gen.allowing(req), keys)
+    req = with_citable(gen.allowing(req), keys, gen.citable_lines)
     return replace(req, max_new_tokens=generation_length(len(keys), gen.ctx.cfg.max_new_tokens))

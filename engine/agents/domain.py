@@ -2,7 +2,9 @@
 
 The per-visit deltas, cumulative change from baseline, MCID labels and severity are computed in
 code (engine.clinical.series.series) and rendered into the prompt's facts table; an empty subset is skipped (no
-request, no LLM call).
+request, no LLM call). When a model writes, the prompt lists the domain's statements to cite
+instead of the table and the reference text (engine.agents.citable; prompts/domain.json
+"cited_source").
 """
 
 from __future__ import annotations
@@ -24,13 +26,27 @@ AGENT_NAMES = {"motor": "motor", "adl": "adl", "nonmotor": "nonmotor", "qol": "q
 
 
 def domain_request(
-    domain: str, query: str, rows: Sequence[SeriesRow], context: str, notes: Sequence[str] = ()
+    domain: str,
+    query: str,
+    rows: Sequence[SeriesRow],
+    context: str,
+    notes: Sequence[str] = (),
+    cited: bool = False,
 ) -> LLMRequest | None:
+    """The agent's request over F_d and C_d; `cited`: the prompt for a text that cites the
+    domain's statements (engine.agents.citable lists them), which state F_d and the labels C_d
+    gives, so it carries neither the facts table nor the reference text."""
     if not rows:
         return None
     p = load_prompt("domain")
     label = DOMAIN_WORDS[domain]
     note_txt = ("\nNotes: " + " ".join(notes) + "\n") if notes else ""
+    if cited:
+        return LLMRequest(
+            system=p["cited_system"].format(domain_label=label),
+            user=p["cited_user"].format(query=query, notes=note_txt),
+            agent=AGENT_NAMES[domain],
+        )
     return LLMRequest(
         system=p["system"].format(domain_label=label, context=context),
         user=p["user"].format(
@@ -38,6 +54,27 @@ def domain_request(
         ),
         agent=AGENT_NAMES[domain],
     )
+
+
+def model_request(
+    gen: Generation,
+    domain: str,
+    query: str,
+    rows: Sequence[SeriesRow],
+    ctx: NodeContext,
+    notes: Sequence[str],
+) -> LLMRequest | None:
+    """The request a model writes for `domain`: the cited prompt with the statements it renders,
+    or, when it has none to cite, the facts-table prompt; number-safe over the table's numbers."""
+    table = render_series_table(rows)
+    req = domain_request(domain, query, rows, ctx.contexts.texts[domain], notes, cited=True)
+    if req is None:
+        return None
+    req = gen.citing(with_allowed(req, table))
+    if req.citable is None:
+        plain = domain_request(domain, query, rows, ctx.contexts.texts[domain], notes)
+        req = with_allowed(plain, table) if plain is not None else None
+    return req
 
 
 def domain_rows(state: State, domain: str) -> list[SeriesRow]:
@@ -74,10 +111,11 @@ def domain_node(state: State, ctx: NodeContext, domains: Sequence[str]) -> dict:
     for d in domains:
         rows = domain_rows(state, d)
         fallbacks[d] = dense.domain_text(d, rows, ctx.contexts, state.statements)
-        req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
+        if gen.model_writes:
+            req = model_request(gen, d, state.query, rows, ctx, state.notes)
+        else:
+            req = domain_request(d, state.query, rows, ctx.contexts.texts[d], state.notes)
         if req is not None:
-            if gen.model_writes:
-                req = gen.citing(with_allowed(req, render_series_table(rows)))
             reqs[d] = gen.sized(req)
     names = [d for d in domains if d in reqs]
     drafts = dict(state.drafts)

@@ -24,6 +24,7 @@ from engine.grounding.guard import StatementSpec, guard_text
 from engine.grounding.ledger_index import LedgerIndex
 from engine.grounding.verify import context_phrases
 from engine.llm.base import LLMRequest, PromptTooLongError
+from engine.llm.lengths import statements_within
 from engine.state import Draft, NodeContext, State
 from engine.types import FactValue, GuardRecord
 from engine.writing.citing import Rendered, finish
@@ -122,8 +123,16 @@ class Generation:
             return req
         shown = self.plan_patients if patients is None else patients
         return with_citable(
-            req, budget.agent_statements(agent or req.agent, self.statements, shown)
+            req,
+            budget.agent_statements(agent or req.agent, self.statements, shown),
+            self.citable_lines,
         )
+
+    @property
+    def citable_lines(self) -> int:
+        """How many statements one request lists to cite: as many as its longest text can
+        state (engine.llm.lengths.statements_within cfg.max_new_tokens)."""
+        return statements_within(self.ctx.cfg.max_new_tokens)
 
     def generate_with_draft(
         self, reqs: Sequence[LLMRequest], draft: LLMRequest | None

@@ -56,21 +56,22 @@ def label_words(clause: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def statement_label(s: Statement) -> tuple[str, str] | None:
-    """(group, label) of a statement's judgement, in LABEL_WORDS' vocabulary; None when it
-    states none."""
+def statement_labels(s: Statement) -> list[tuple[str, str]]:
+    """(group, label) of each judgement a statement's label states, in LABEL_WORDS'
+    vocabulary: the label itself ("worsened") or the judgement words of a label phrase (a
+    monitor's "worsened beyond its MCID"); none for a label that states no judgement."""
     if s.kind == "new_onset":
-        return "status", "new"
+        return [("status", "new")]
     label = s.label.lower()
     for group, name, _pat in LABEL_WORDS:
         if label == name:
-            return group, name
-    return None
+            return [(group, name)]
+    return [(group, name) for group, name, _word in label_words(s.label)]
 
 
 def label_disagreements(clause: str, cited: Sequence[Statement]) -> list[str]:
     """A reason for each judgement word of `clause` that no cited statement's label equals."""
-    labels = [x for x in (statement_label(s) for s in cited) if x is not None]
+    labels = [x for s in cited for x in statement_labels(s)]
     reasons = []
     for group, label, word in label_words(clause):
         same = [name for g, name in labels if g == group]

@@ -222,6 +222,14 @@ class Pool:
                     out.append(v)
         return out
 
+    def _spanning(self, visit: float) -> list[FactValue]:
+        """The first value of the first statement whose visits include `visit` though no value
+        is dated there: a trend's slope over visits 1 to 4 supports "visits 1, 2, 3, 4"."""
+        for s in self._sts:
+            if visit in s.visits and s.values:
+                return [s.values[0]]
+        return []
+
     def match(self, role: str, tok: NumberToken) -> list[FactValue]:
         key = (role, tok.value, tok.signed, tok.date)
         got = self.found.get(key)
@@ -244,6 +252,6 @@ class Pool:
                 if hit:
                     return hit
                 first = self._first_hit("at_visit", tok.value)
-                return [first] if first is not None else []
+                return [first] if first is not None else self._spanning(tok.value)
             return []
         return self.values(tok)

@@ -66,7 +66,9 @@ class CitationSafeProcessor(NumberSafeProcessor):
     `citable[i]` is row i's (statement id, numbers) pairs as in `LLMRequest.citable`; rows with
     None keep number-safe decoding against `allowed[i]` exactly. Create one per `generate` call.
     `lead`: every sentence of a citable row opens with a marker (the prompt asks each clause to
-    begin with its statement's id; a small model otherwise writes none).
+    begin with its statement's id; a small model otherwise writes none); `ordered` (with `lead`):
+    one sentence per citable statement, in the order the row lists them
+    (engine.llm.cite_automaton).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class CitationSafeProcessor(NumberSafeProcessor):
         *,
         max_new_tokens: Sequence[int | None] | None = None,
         lead: bool = True,
+        ordered: bool = True,
     ):
         rows = max(len(allowed), len(citable))
         allowed = list(allowed) + [None] * (rows - len(allowed))
@@ -97,7 +100,7 @@ class CitationSafeProcessor(NumberSafeProcessor):
             )
             if key not in seen:
                 seen[key] = len(self.cite_sets)
-                self.cite_sets.append(CiteSets.of(a, c, lead))
+                self.cite_sets.append(CiteSets.of(a, c, lead, ordered))
             self.cite_row.append(seen[key])
         self.cite_states: list[CiteState] = [START] * rows
         self._cite_next: dict[tuple[int, CiteState], list[CiteState | None]] = {}
@@ -119,7 +122,9 @@ class CitationSafeProcessor(NumberSafeProcessor):
         skel = self.cite_vocab.token_skeleton[tok] if tok < self.cite_vocab.size else "x"
         nxt = advance_cite(state, skel, self.cite_sets[k])
         # a forced token (nothing was allowed): outside any marker and number, same scope
-        self.cite_states[row] = nxt if nxt is not None else CiteState(scope=state.scope)
+        self.cite_states[row] = (
+            nxt if nxt is not None else CiteState(scope=state.scope, led=state.led)
+        )
 
     def _next_cite_states(self, k: int, state: CiteState) -> list[CiteState | None]:
         key = (k, state)

@@ -7,6 +7,10 @@ A row that may cite statements (`LLMRequest.citable`) is in one of two modes:
   number), the union of the cited statements' numbers after a marker's ']' up to the next '[' or
   the end of the sentence; a '[' always opens a marker; with `lead` (the local backend's rows),
   a sentence may write nothing but whitespace before its first marker, so every sentence cites;
+  with `order` as well (the local backend's rows), the first id of the n-th sentence's opening
+  marker is the n-th statement the prompt lists, and after the last one the text may only end:
+  one sentence per listed statement, in the prompt's order (a small model otherwise copies the
+  line nearest the end of its prompt, again and again);
 - marker: after '[' only "S", then digits forming a prefix of a citable id, then ',' (optionally
   one space) and another id, or ']' once the digits form a complete citable id. Marker digits are
   not numbers: they never touch the number state.
@@ -55,12 +59,14 @@ def cite_skeleton(text: str) -> str:
 class CiteState(NamedTuple):
     """Where a citable row is: the open number (as in number_safe.advance, "" when none), the
     marker's inside so far (None outside a marker), the cited ids of the current scope (None
-    before a sentence's first marker) and whether a sentence-ending mark was just written."""
+    before a sentence's first marker), whether a sentence-ending mark was just written and how
+    many sentences have opened with a marker (`led`, counted only with an `order`)."""
 
     num: str = ""
     marker: str | None = None
     scope: frozenset[str] | None = None
     stop: bool = False
+    led: int = 0
 
 
 START = CiteState()
@@ -74,6 +80,8 @@ class CiteSets:
     allowed: NumberSet | None
     cited: dict[str, frozenset[str]]
     lead: bool = False  # every sentence opens with a marker
+    #: with `lead`: the ids the sentences' opening markers name first, one per sentence, in order
+    order: tuple[str, ...] = ()
     id_prefixes: frozenset[str] = field(init=False)
     _unions: dict[frozenset[str], NumberSet] = field(init=False, default_factory=dict)
     horizon: int = field(init=False)
@@ -93,13 +101,24 @@ class CiteSets:
         allowed: Iterable[str] | None,
         citable: Iterable[tuple[str, Iterable[str]]],
         lead: bool = False,
+        ordered: bool = False,
     ) -> CiteSets:
-        """The sets of a request's `allowed_numbers` and `citable` (normalised here)."""
+        """The sets of a request's `allowed_numbers` and `citable` (normalised here); `ordered`
+        (with `lead`): one sentence per citable id, in `citable`'s order."""
         numbers = None if allowed is None else NumberSet(normalise_allowed(allowed))
         cited: dict[str, set[str]] = {}
         for sid, nums in citable:
             cited.setdefault(sid, set()).update(normalise_allowed(nums))
-        return cls(numbers, {k: frozenset(v) for k, v in cited.items()}, lead and bool(cited))
+        lead = lead and bool(cited)
+        order = tuple(cited) if lead and ordered else ()
+        return cls(numbers, {k: frozenset(v) for k, v in cited.items()}, lead, order)
+
+    def opening(self, state: CiteState) -> str | None:
+        """The id the opening marker of `state`'s sentence must name first (None: any id;
+        "" once every listed statement has its sentence)."""
+        if not self.order:
+            return None
+        return self.order[state.led] if state.led < len(self.order) else ""
 
     def numbers(self, scope: frozenset[str] | None) -> NumberSet | None:
         """The numbers the text may write in `scope` (None = any number)."""
@@ -140,20 +159,23 @@ def _in_marker(state: CiteState, ch: str, sets: CiteSets) -> CiteState | None:
     """One symbol inside a marker: 'S' to start an id, its digits, ',' or ' ' between ids, ']'."""
     inner = state.marker or ""
     current = inner.rsplit(",", 1)[-1].strip()
+    first = sets.opening(state) if state.scope is None and "," not in inner else None
     if ch == "S":
         ok = current == "" and (inner == "" or inner.endswith((",", ", ")))
         return state._replace(marker=inner + "S") if ok else None
     if "0" <= ch <= "9":
         nxt = current + ch
+        if first is not None:
+            return state._replace(marker=inner + ch) if first.startswith(nxt) else None
         return state._replace(marker=inner + ch) if nxt in sets.id_prefixes else None
-    complete = current in sets.cited
+    complete = current in sets.cited and (first is None or current == first)
     if ch == ",":
         return state._replace(marker=inner + ",") if complete else None
     if ch == " ":
         return state._replace(marker=inner + " ") if inner.endswith(",") else None
     if ch == "]" and complete:
         ids = frozenset(x.strip() for x in inner.split(","))
-        return CiteState(scope=ids)
+        return CiteState(scope=ids, led=state.led + (state.scope is None and bool(sets.order)))
     return None
 
 
@@ -161,6 +183,8 @@ def _in_text(state: CiteState, ch: str, sets: CiteSets) -> CiteState | None:
     """One symbol outside a marker, against the current scope's numbers."""
     if sets.lead and state.scope is None and ch not in ("[", " ", "  ", "n", "e"):
         return None  # a sentence's words come after its first marker
+    if state.scope is None and sets.opening(state) == "" and ch != "e":
+        return None  # every listed statement has its sentence: the text ends
     numbers = sets.numbers(state.scope)
     if "0" <= ch <= "9":
         nxt = _digit(state.num, ch, numbers)
@@ -171,12 +195,12 @@ def _in_text(state: CiteState, ch: str, sets: CiteSets) -> CiteState | None:
         return None  # any other symbol ends the number: it must be complete
     ends_sentence = state.stop or state.num.endswith(".")
     if ch == "[":  # a marker opens (only where there is something to cite)
-        return CiteState(marker="", scope=state.scope) if sets.cited else None
+        return CiteState(marker="", scope=state.scope, led=state.led) if sets.cited else None
     if ch == "!":
-        return CiteState(scope=state.scope, stop=True)
+        return CiteState(scope=state.scope, stop=True, led=state.led)
     if ch == "n" or (ch in (" ", "  ") and ends_sentence):
-        return START
-    return CiteState(scope=state.scope)
+        return CiteState(led=state.led)
+    return CiteState(scope=state.scope, led=state.led)
 
 
 def advance_cite(state: CiteState, skel: str, sets: CiteSets) -> CiteState | None:

@@ -31,3 +31,10 @@ def generation_length(n_statements: int, cap: int | None = None) -> int:
     tokens = BASE_TOKENS + TOKENS_PER_STATEMENT * max(0, n_statements)
     tokens = min(max(tokens, FLOOR_TOKENS), CAP_TOKENS)
     return max(1, min(tokens, cap)) if cap is not None else tokens
+
+
+def statements_within(tokens: int) -> int:
+    """How many statements a text of `tokens` new tokens can render, the inverse of
+    `generation_length` (at least 1): a prompt lists no more lines to cite than its text can
+    state, since every listed line is prompt the model reads (64 tokens on the CPU: 1)."""
+    return max(1, (tokens - BASE_TOKENS) // TOKENS_PER_STATEMENT)

@@ -188,6 +188,19 @@ def _load(cfg: Config) -> _Loaded:
     return _Loaded(model, tokenizer, device, threading.Lock(), source, time.perf_counter() - t0)
 
 
+def repetition_penalty(cfg: Config, requests: Sequence[LLMRequest]) -> float:
+    """cfg.repetition_penalty, or none (1.0) for a batch whose every row cites statements.
+
+    transformers applies the penalty to every token already in a row, its prompt included, so a
+    cited row that copies its statement's words and numbers is pushed off them ("visited" for
+    "visit", "+1" for "+4": measured on the synthetic trajectories, 3 of 6 digests failed their
+    lookup with 1.1 and none with 1.0). Such a row cannot run on: citation-safe decoding ends it
+    after one sentence per listed statement (engine.llm.cite_automaton, `order`)."""
+    if requests and all(r.citable for r in requests):
+        return 1.0
+    return cfg.repetition_penalty
+
+
 class LocalLLM:
     """`engine.llm.base.LLM` over a local transformers model. One `generate` call = one left-padded
     batch, greedy (do_sample=False), guarded by a lock shared by every user of the loaded model."""
@@ -358,7 +371,7 @@ class LocalLLM:
                 temperature=None,
                 top_p=None,
                 top_k=None,
-                repetition_penalty=self.cfg.repetition_penalty,
+                repetition_penalty=repetition_penalty(self.cfg, requests),
                 pad_token_id=tok.pad_token_id,
             )
             dt = time.perf_counter() - t0

@@ -134,10 +134,11 @@ def echo_facts(req) -> str:
     """A scripted writer whose text passes the statement check: it restates the prompt's fact rows
     (lines naming a patient and a visit, the flag lines) word for word, starting a new paragraph
     where the visits would go backwards (the visit-order rule is per paragraph). The final
-    digest request (citable lines, no fact rows) is answered by `echo_cited`."""
+    digest request and a domain agent's cited request (citable lines, no fact rows) are
+    answered by `echo_cited`."""
     import re
 
-    if req.agent == "final" and req.citable:  # the digest: its lines, each after its id
+    if req.citable and "Facts for the" not in req.user:  # its lines, each after its id
         return echo_cited(req)
     out: list[str] = []
     last: dict[str, int] = {}

@@ -1,15 +1,17 @@
-"""The bundled SmolLM2-135M writes the cited digest of a trajectory (slow, real model): what the
-cited path guarantees whatever the model writes.
+"""The bundled SmolLM2-135M writes the cited digest of a trajectory (slow, real model): the
+digest is the model's, released as written or repaired, never replaced.
 
 - every sentence of the model's digest opens with a citation marker (citation-safe decoding's
-  `lead`) and every marker names a statement the request gave;
+  `lead`), the first with the first key statement listed (`order`), and every marker names a
+  statement the request gave;
 - the released digest shows no marker, every sentence of the released summary is supported and
-  its key facts are stated (the guard's record), whichever way it was released;
-- the record says how (as_written / repaired / regenerated / replaced) and, when the model's text
-  was not released as written, keeps it with the reasons.
+  its key facts are stated (the guard's record);
+- the release is as written or repaired (a repair keeps at least one model sentence), and a
+  sentence the model wrote opens the released summary.
 
-Whether the model's own sentences survive is measured, not asserted: with this 135M model they
-mostly do not (docs/eval/cited-trajectory); the test prints the release class.
+Measured before these guarantees (docs/eval/cited-trajectory, 2026-12-04): the 135M model's
+digest was replaced on every query; the ordered lead, prompt lines that read as sentences and no
+repetition penalty on cited rows made its copies of its statements pass.
 """
 
 from __future__ import annotations
@@ -61,11 +63,13 @@ def test_real_model_cited_digest_is_guarded_whatever_it_writes():
         assert CITE_MARKER.match(text.lstrip()), text  # lead: the text opens with a marker
         for m in CITE_MARKER.finditer(text):
             assert set(marker_ids(m.group(1))) <= given, (m.group(0), text)
+        first = CITE_MARKER.match(text.lstrip())
+        assert marker_ids(first.group(1))[0] == req.citable[0][0], text  # ordered lead
     rec = r.verification["per_agent"]["final"]
     print("final digest released:", rec["released"], "| written:", digests[0][1][:300])
-    assert rec["released"] in ("as_written", "repaired", "regenerated", "replaced")
+    assert rec["released"] in ("as_written", "repaired"), rec.get("rejected")
     assert rec["passed"] and not rec["unsupported"] and rec["coverage"] == 1.0
     assert not CITE_MARKER.search(r.summary)
-    if rec["released"] != "as_written":
-        assert rec["written"] == digests[0][1]
-        assert rec.get("repairs") or rec.get("rejected")
+    written = CITE_MARKER.sub("", digests[0][1]).strip()
+    model_sentence = written.split(". ")[0].split("\n")[0].strip().rstrip(".")
+    assert len(model_sentence) > 20 and r.summary.startswith(model_sentence), (written, r.summary)

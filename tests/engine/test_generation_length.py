@@ -15,6 +15,7 @@ from engine.llm.lengths import (
     FLOOR_TOKENS,
     TOKENS_PER_STATEMENT,
     generation_length,
+    statements_within,
 )
 from engine.types import Plan
 
@@ -83,3 +84,23 @@ def test_cohort_answer_is_sized_from_its_scope():
     got = _requests(FakeLLM(fx.echo_facts), plan)
     assert set(got) == {"cohort", "final"}
     assert all(FLOOR_TOKENS <= v <= CAP_TOKENS for v in got.values() if v is not None)
+
+
+def test_lines_to_cite_follow_from_the_length_a_text_may_write():
+    """A request lists no more statements to cite than its text has room to state
+    (statements_within, the inverse of generation_length): one at the CPU's 64 tokens, the run's
+    key statements first; the rest of the key facts are completed by the repair."""
+    assert statements_within(64) == 1 and statements_within(16) == 1
+    for n in (1, 5, 20, 40):
+        assert statements_within(generation_length(n)) == n
+    plan = Plan((1,), "trajectory", ("updrs", "pdq8"), "none", "trajectory of patient 1")
+    for cap, lines in ((64, 1), (PAPER_MAX_NEW_TOKENS, None)):
+        llm = FakeLLM(fx.echo_facts)
+        result = fx.engine(llm, max_new_tokens=cap).run(plan)
+        for req in llm.calls:
+            listed = [sid for sid, _nums in req.citable or ()]
+            if lines is not None:
+                assert len(listed) == lines, req.agent
+                assert result.statements.get(listed[0]).key, req.agent
+            else:
+                assert len(listed) > 1, req.agent

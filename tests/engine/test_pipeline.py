@@ -179,7 +179,8 @@ def test_guard_accepts_a_corrected_regeneration():
         return fx.echo_facts(req)
 
     r = fx.engine(FakeLLM(script)).run(TRAJ)
-    assert r.narratives["motor"].startswith("Patient 1, visit 1 (2021-01-10): motor 20")
+    # the corrected answer cites (fx.echo_facts restates the cited lines)
+    assert r.narratives["motor"].startswith("Patient 1, motor, visit 1 to visit 4: score 20")
     assert r.verification["released"]["motor"] == "regenerated"
     assert r.verification["rounds"] == 1 and not r.verification["fallback_used"]
 
@@ -198,18 +199,29 @@ def test_guard_off_keeps_the_text_and_measures_it():
     )
 
 
-def test_prompts_carry_facts_and_allowed_numbers():
+def test_uncited_domain_prompt_carries_the_facts_table_and_the_reference_text():
+    """The facts backend records the table prompt (no model writes, no statements to cite)."""
+    motor = fx.engine().run(TRAJ).prompts["motor"]
+    assert "Patient 1, visit 3 (2021-05-20): motor 26 (mild), +4 from visit 2" in motor
+    assert "Horvath et al. 2015" in motor and "Part III" in motor  # C_motor
+
+
+def test_prompts_carry_statements_and_allowed_numbers():
+    """A model's domain request lists the domain's statements to cite (their labels apply
+    C_d), without the facts table or the reference text; its allowed numbers are the table's."""
     llm = FakeLLM(scripted())
     fx.engine(llm).run(TRAJ)
     motor = next(c for c in llm.calls if c.agent == "motor")
-    assert "Patient 1, visit 3 (2021-05-20): motor 26 (mild), +4 from visit 2" in motor.user
-    assert "Horvath et al. 2015" in motor.system and "Part III" in motor.system  # C_motor
+    assert "Patient 1, motor, visit 3: score 26 at visit 3." in motor.user
+    assert "Patient 1, visit 3 (2021-05-20): motor 26 (mild)" not in motor.user  # no table
+    assert "Horvath et al. 2015" not in motor.system  # no C_motor text
+    assert "motor specialist" in motor.system and motor.citable
     assert {"20", "22", "26", "30", "+4", "4.63"} <= motor.allowed_numbers
     assert "14" not in motor.allowed_numbers  # a qol value is not in the motor facts
     final = llm.calls[-1]
     assert final.agent == "final" and "trajectory" in final.user
     # the digest is written from the key statements, not from the narratives
-    assert "patient 1, motor, visit 1 to visit 4: change" in final.user
+    assert "Patient 1, motor, visit 1 to visit 4: score 20 at visit 1" in final.user
     assert "Patient 1, visit 4 (2021-07-01): motor 30 (mild)" not in final.user
     assert {"20", "30", "+10"} <= final.allowed_numbers and final.citable
 
@@ -288,7 +300,8 @@ def test_cohort_final_prompt_is_bounded():
     )
     final = llm.calls[-1].user
     assert (
-        "patient 2, total, visit 4: cohort, rank 1, score 58" in final and r.cohort["patient"] == 2
+        "Patient 2, total, visit 4: rank 1, score 58 at visit 4." in final
+        and r.cohort["patient"] == 2
     )
     assert len(llm.calls[-1].citable) <= MAX_LINES
     assert len(r.flags["incongruence"]) == 2  # Result.flags keeps every flag
@@ -314,7 +327,7 @@ def test_prompt_longer_than_the_context_releases_the_facts_text():
     assert v["fallback_agents"] == ["adl"] and v["per_agent"]["adl"]["fallback_used"]
     assert any("adl: prompt of 9000 tokens" in n for n in v["notes"])
     # batch of 4 failed -> one by one; adl is skipped at each attempt, never counted as a call
-    assert r.narratives["motor"].startswith("Patient 1, visit 1")  # the model's text
+    assert r.narratives["motor"].startswith("Patient 1, motor, visit 1")  # the model's text
     skipped = v["call_counts"]["skipped_prompt_too_long"]
     assert skipped == 1 + v["per_agent"]["adl"]["rounds"]
     assert r.llm_calls == 4  # motor, nonmotor, qol, final

@@ -57,7 +57,8 @@ def _reference(cited: list[Statement], role: str, tok: NumberToken) -> list[Fact
     if role == "visit":
         hit = [v for v in order if v.kind == "visit" and float(v.value) == tok.value]
         if hit or tok.value in {x for s in cited for x in s.visits}:
-            return hit or [v for v in order if v.visit == tok.value][:1]
+            spanning = [s.values[0] for s in cited if tok.value in s.visits and s.values]
+            return hit or [v for v in order if v.visit == tok.value][:1] or spanning[:1]
         return []
     plain = [v for v in order if v.kind not in ("visit", "date") and not v.tolerance]
     out = [v for v in plain if float(v.value) == tok.value]

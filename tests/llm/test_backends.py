@@ -17,7 +17,7 @@ from engine.config import Config
 from engine.llm import backends, gguf_cache
 from engine.llm.base import LLMRequest
 from engine.llm.errors import BackendError
-from engine.llm.local import bundled_gguf_path, resolve_model_dir
+from engine.llm.local import bundled_gguf_path, repetition_penalty, resolve_model_dir
 from engine.llm.openai_backend import OpenAICompatLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,3 +229,14 @@ def test_failed_conversion_leaves_no_partial_copy(
         gguf_cache.ensure_converted(gguf, tmp_path / "cache")
     assert not gguf_cache.is_complete(gguf_cache.cached_dir(gguf, tmp_path / "cache"))
     assert not [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
+
+
+def test_a_batch_that_only_cites_runs_without_repetition_penalty() -> None:
+    """The penalty pushes a row off the words and numbers of its own prompt, which a cited row
+    copies from its statements; a batch with any uncited row keeps the configured penalty."""
+    cfg = Config.load({"llm": "facts"})
+    cited = LLMRequest(system="s", user="u", agent="motor", citable=(("S1", frozenset({"1"})),))
+    plain = LLMRequest(system="s", user="u", agent="motor")
+    assert repetition_penalty(cfg, [cited, cited]) == 1.0
+    assert repetition_penalty(cfg, [cited, plain]) == cfg.repetition_penalty == 1.1
+    assert repetition_penalty(cfg, []) == 1.1

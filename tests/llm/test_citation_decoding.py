@@ -89,6 +89,25 @@ def test_lead_every_sentence_opens_with_a_marker() -> None:
     assert "" in ok  # the text may end between sentences
 
 
+def test_ordered_lead_one_sentence_per_listed_statement_in_order() -> None:
+    """With `ordered` (the local backend's rows), the n-th sentence opens by citing the n-th
+    listed statement (others may follow in its marker), and after the last the text ends: a
+    small model cannot copy the line nearest the end of its prompt again and again."""
+    ordered = {"p": {"lead": True, "ordered": True}}
+    assert allowed_after(["[S"], **ordered) == {"4", "4]"}  # S4 is listed first: not S12
+    assert "12]" in allowed_after(["[S"], p={"lead": True, "ordered": False})
+    assert {"12]", ",S"} & allowed_after(["[S", "4"], **ordered)  # more ids may follow
+    second = ["[S", "4]", " motor", " ", "20", ". ", "[S"]
+    assert allowed_after(second, **ordered) == {"1", "12", "12]"}  # then S12
+    done = ["[S", "4]", " motor", " ", "20", ". ", "[S", "12]", " ", "7", ". "]
+    assert allowed_after(done, **ordered) == {""}  # every listed statement has its sentence
+    state = START
+    sets = CiteSets.of(None, CITABLE, lead=True, ordered=True)
+    for piece in done:
+        state = advance_cite(state, cite_skeleton(piece), sets)
+    assert state is not None and state.led == 2 and sets.opening(state) == ""
+
+
 def test_after_marker_number_must_be_among_the_cited_numbers() -> None:
     ok = allowed_after([" motor", " [S", "4]", " "])
     assert {"20", "2021", "2", "3"} <= ok  # S4's 20, 2021, 03, 3 (03 normalised), 15
@@ -323,7 +342,8 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     (measured). The same processor is also driven over texts in the real tokenizer's pieces
     (" [", "S", "1", "]", ",", " S"): a valid cited text passes token for token, a wrong cited
     number, an id that is not citable and a bracket without an id are masked where they start,
-    and with `lead` a sentence without a marker is masked at its first word."""
+    with `lead` a sentence without a marker is masked at its first word, and with `order` a first
+    sentence that does not cite the first listed statement at its id."""
     from engine.config import Config
     from engine.llm.citation_safe import CitationSafeProcessor
     from engine.llm.local import LocalLLM
@@ -364,8 +384,8 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     tokenizer = llm._loaded.tokenizer
     vocab = vocab_index(tokenizer, llm._loaded.model.config.vocab_size)
 
-    def masked_at(piece: str, lead: bool = False) -> str | None:
-        proc = CitationSafeProcessor(vocab, [allowed], [citable], lead=lead)
+    def masked_at(piece: str, lead: bool = False, ordered: bool = True) -> str | None:
+        proc = CitationSafeProcessor(vocab, [allowed], [citable], lead=lead, ordered=ordered)
         tids = tokenizer(piece, add_special_tokens=False)["input_ids"]
         j = first_masked(proc, tids)
         return None if j is None else tokenizer.decode(tids[j:])
@@ -377,4 +397,7 @@ def test_real_model_writes_only_citable_markers_and_their_numbers() -> None:
     assert masked_at("see [ref 3]") == "ref 3]"  # '[' opens a marker
     assert masked_at("[S3] 12. ADL 9.") is None  # the sentence end closes S3's scope
     assert masked_at(valid.replace(" Patient 5.", ""), lead=True) is None
-    assert (masked_at("[S3] 12. ADL 9.", lead=True) or "").strip() == "ADL 9."  # at its word
+    unordered = masked_at("[S3] 12. ADL 9.", lead=True, ordered=False)
+    assert (unordered or "").strip() == "ADL 9."  # at its word
+    # ordered (the backend's rows): the first sentence cites S1, the first listed statement
+    assert (masked_at("[S3] 12.", lead=True) or "").startswith("3")

@@ -1,0 +1,49 @@
+"""Completing a cited text with the facts sentences of its missing key statements
+(engine.agents.cited_repair.add_missing): each added once, without restating what the text
+already states."""
+
+from __future__ import annotations
+
+from engine.agents.cited_repair import add_missing
+from engine.writing.citing import Citation, Rendered
+
+
+def _fallback(text: str, clauses: dict[str, str]) -> Rendered:
+    """`text` with one citation per clause (clause text -> statement id) and one for the whole."""
+    cits = [Citation(0, len(text), ("S0",), 0)]
+    cits += [Citation(text.index(c), text.index(c) + len(c), (i,), 1) for c, i in clauses.items()]
+    return Rendered(text, tuple(cits))
+
+
+MODEL = Rendered("Motor rose from 5 to 9, worsened.", (Citation(0, 33, ("S1",), 0),))
+
+
+def test_added_sentence_leaves_out_the_clause_the_text_already_states():
+    fb = _fallback(
+        "Patient 1: total 10 to 20; motor 5 to 9, worsened; ADL 2 to 4, stable.",
+        {"total 10 to 20": "S3", "motor 5 to 9, worsened": "S1", "ADL 2 to 4, stable": "S2"},
+    )
+    out, added = add_missing(MODEL, ["S2"], fb)
+    assert out.text == (
+        "Motor rose from 5 to 9, worsened. Patient 1: total 10 to 20; ADL 2 to 4, stable."
+    )
+    assert added == [{"text": "Patient 1: total 10 to 20; ADL 2 to 4, stable.", "states": ["S2"]}]
+    adl = next(c for c in out.citations if c.ids == ("S2",))
+    assert out.text[adl.start : adl.end] == "ADL 2 to 4, stable"  # citations follow the cut
+
+
+def test_a_left_out_last_clause_keeps_the_full_stop_and_the_first_clause_stays():
+    fb = _fallback(
+        "motor 5 to 9, worsened; ADL 2 to 4, stable; motor 5 to 9, worsened again.",
+        {"motor 5 to 9, worsened again": "S1", "ADL 2 to 4, stable": "S2"},
+    )
+    out, _added = add_missing(MODEL, ["S2"], fb)
+    # the first clause names the subject and is kept; the last states only S1: left out
+    assert out.text.endswith(" motor 5 to 9, worsened; ADL 2 to 4, stable.")
+
+
+def test_sentence_with_nothing_already_stated_is_added_whole():
+    text = "Patient 1: total 10 to 20; ADL 2 to 4, stable."
+    fb = _fallback(text, {"total 10 to 20": "S3", "ADL 2 to 4, stable": "S2"})
+    out, _added = add_missing(MODEL, ["S2"], fb)
+    assert out.text == MODEL.text + " " + text
