@@ -143,13 +143,16 @@ def _values(s: Statement) -> str:
 
 def statement_line(s: Statement) -> str:
     """The prompt line of one statement, short and a sentence of its own: "[S12] Patient 3,
-    motor, visit 1 to visit 4: score 20 at visit 1, score 30 at visit 4, change from baseline
-    +10, worsened." (a model that copies a line writes a finished, true sentence; every token
+    motor: score 20 at visit 1, score 30 at visit 4, change from baseline +10, worsened." (a
+    model that copies a line writes a finished, true sentence, its visits in order; every token
     of a line is prompt the model reads)."""
     who = f"Patient {s.patient}" if s.patient is not None else "Cohort"
-    head = ", ".join(x for x in (who, _subject(s), _visits(s)) if x)
-    kind = s.kind.replace("_", " ")
     values = _values(s)
+    # the visits once, in order: a line whose scores name their visits names no range before
+    # them ("visit 1 to visit 4: score 20 at visit 1" reads 1, 4, 1: back in time)
+    visits = "" if " at visit " in values else _visits(s)
+    head = ", ".join(x for x in (who, _subject(s), visits) if x)
+    kind = s.kind.replace("_", " ")
     said = [kind] + [part.split(" ")[0] for part in values.split(", ")]
     label = "" if s.kind == "band" or s.label in said else s.label
     named = kind if s.kind in NAMED_KINDS or not (values or label) else ""
