@@ -12,6 +12,7 @@ the check read the same statement fields.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -47,6 +48,9 @@ KIND_WORDS = {
 #: what follows a value of these kinds ("slope 3.4 per visit": never "per visit 3.4", which
 #: reads as a visit number)
 KIND_AFTER = {"slope": " per visit", "slope_year": " per year"}
+#: a run of digits (with its decimals) anywhere in a line, even inside a word ("pdq8"): what
+#: citation-safe decoding reads as a number
+DIGIT_RUN = re.compile(r"\d+(?:\.\d+)?")
 #: values a line leaves out (an item rating is stated in its own finding; dates in the visit)
 UNLISTED = frozenset({"item", "date", "visit"})
 
@@ -163,8 +167,10 @@ def statement_line(s: Statement) -> str:
 def statement_numbers(s: Statement) -> frozenset[str]:
     """The numbers a clause citing `s` may write, normalised like the request's allowed
     numbers (engine.clinical.ledger.allowed_numbers): its values as the writers format them,
-    its patient id, its visits and the parts of its values' session dates."""
+    its patient id, its visits, the parts of its values' session dates and the numbers of its
+    line's words (the 8 of "PDQ-8": a copy of the line is never pushed off it)."""
     texts: list[str] = [value_text(v) for v in s.values]
+    texts += DIGIT_RUN.findall(statement_line(s).split("] ", 1)[1])  # as decoding reads them
     texts += [fmt(v.value) for v in s.values if v.kind in SIGNED]  # the size, written unsigned
     if s.patient is not None:
         texts.append(str(s.patient))

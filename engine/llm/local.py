@@ -188,6 +188,34 @@ def _load(cfg: Config) -> _Loaded:
     return _Loaded(model, tokenizer, device, threading.Lock(), source, time.perf_counter() - t0)
 
 
+#: a cited row may not repeat an n-gram of its own text (its prompt's are free to copy)
+CITED_NO_REPEAT_NGRAM = 5
+
+
+class NoRepeatInText:
+    """Bans, per row, the tokens that would repeat an n-gram the row has already written (not
+    its prompt's, as transformers' `no_repeat_ngram_size` would): a copying row that starts
+    looping ("change from baseline to current, change from baseline to current, ...") must
+    write something else, often the full stop."""
+
+    def __init__(self, prompt_len: int, n: int = CITED_NO_REPEAT_NGRAM):
+        self.prompt_len, self.n = prompt_len, n
+
+    def __call__(self, input_ids, scores):
+        n = self.n
+        for row in range(input_ids.shape[0]):
+            text = input_ids[row, self.prompt_len :].tolist()
+            if len(text) < n:
+                continue
+            prefix = text[len(text) - n + 1 :]
+            banned = [
+                text[i + n - 1] for i in range(len(text) - n + 1) if text[i : i + n - 1] == prefix
+            ]
+            if banned:
+                scores[row, banned] = float("-inf")
+        return scores
+
+
 def repetition_penalty(cfg: Config, requests: Sequence[LLMRequest]) -> float:
     """cfg.repetition_penalty, or none (1.0) for a batch whose every row cites statements.
 
@@ -195,10 +223,14 @@ def repetition_penalty(cfg: Config, requests: Sequence[LLMRequest]) -> float:
     cited row that copies its statement's words and numbers is pushed off them ("visited" for
     "visit", "+1" for "+4": measured on the synthetic trajectories, 3 of 6 digests failed their
     lookup with 1.1 and none with 1.0). Such a row cannot run on: citation-safe decoding ends it
-    after one sentence per listed statement (engine.llm.cite_automaton, `order`)."""
-    if requests and all(r.citable for r in requests):
-        return 1.0
-    return cfg.repetition_penalty
+    after one sentence per listed statement (engine.llm.cite_automaton, `order`), and it may
+    not repeat an n-gram of its own text (`NoRepeatInText`)."""
+    return 1.0 if cites_only(requests) else cfg.repetition_penalty
+
+
+def cites_only(requests: Sequence[LLMRequest]) -> bool:
+    """Whether every row of a batch cites statements (`LLMRequest.citable`)."""
+    return bool(requests) and all(r.citable for r in requests)
 
 
 class LocalLLM:
@@ -365,7 +397,7 @@ class LocalLLM:
             t0 = time.perf_counter()
             out = model.generate(
                 **enc,
-                **self._generate_kwargs(requests, limits, ns, eos_ids, sink),
+                **self._generate_kwargs(requests, limits, ns, eos_ids, sink, prompt_len),
                 max_new_tokens=max(limits),
                 do_sample=False,
                 temperature=None,
@@ -390,11 +422,16 @@ class LocalLLM:
         ns: NumberSafeProcessor | None,
         eos_ids: set[int],
         sink: TextSink | None,
+        prompt_len: int = 0,
     ) -> dict[str, Any]:
-        """The logits processors, and with a sink the streamer and the cancel criterion."""
+        """The logits processors (a batch that only cites: no n-gram repeated in its own text,
+        then number- or citation-safe decoding), and with a sink the streamer and the cancel
+        criterion."""
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
         processors = LogitsProcessorList()
+        if cites_only(requests):
+            processors.append(NoRepeatInText(prompt_len))
         if ns is not None:
             processors.append(ns)
         extra: dict[str, Any] = {"logits_processor": processors}

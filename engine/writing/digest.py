@@ -101,10 +101,10 @@ def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
     if ic.zero_sessions and ic.visits[-1] in ic.zero_sessions and tot is not None:
         # the latest session is all zero: one clause instead of one per part
         span = cite(f"{fmt(tot.first.score)} to {fmt(tot.last.score)}", _change(sts, tot))
-        return (
-            f"UPDRS total {span}: every item 0 at the latest assessment, possibly not examined, "
-            "so no direction is read."
-        )
+        # the clause states each part's change as well: they end in the same all-zero session
+        parts = [s for d in UPDRS_DOMAINS if d in ic.domains for s in _change(sts, ic.domains[d])]
+        zero = cite("every item 0 at the latest assessment, possibly not examined", parts)
+        return f"UPDRS total {span}: {zero}, so no direction is read."
     out = []
     if tot is not None and len(tot.points) > 1 and tot.change is not None:
         span = f"{fmt(tot.first.score)} to {fmt(tot.last.score)}"

@@ -49,6 +49,18 @@ def test_markers_become_spans_and_leave_no_trace():
     assert [s.ids for s in two.strays] == [("S9",)]
 
 
+def test_a_line_copied_whole_is_within_its_numbers(facts_run):
+    """Every number a line writes (the 8 of "PDQ-8" included) is one a clause citing it may
+    write, so citation-safe decoding never pushes a copy of the line off it."""
+    from engine.llm.number_safe import extract_numbers
+
+    for st in facts_run.statements:
+        body = statement_line(st).split("] ", 1)[1]
+        assert set(extract_numbers(body)) <= statement_numbers(st), (st.id, body)
+    qol = next(s for s in facts_run.statements if s.subject == "qol" and s.kind == "change")
+    assert "PDQ-8" in statement_line(qol) and "8" in statement_numbers(qol)
+
+
 def test_statement_line_and_numbers(facts_run):
     st = _motor_change(facts_run.statements)
     line = statement_line(st)

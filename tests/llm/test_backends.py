@@ -17,7 +17,12 @@ from engine.config import Config
 from engine.llm import backends, gguf_cache
 from engine.llm.base import LLMRequest
 from engine.llm.errors import BackendError
-from engine.llm.local import bundled_gguf_path, repetition_penalty, resolve_model_dir
+from engine.llm.local import (
+    NoRepeatInText,
+    bundled_gguf_path,
+    repetition_penalty,
+    resolve_model_dir,
+)
 from engine.llm.openai_backend import OpenAICompatLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,3 +245,15 @@ def test_a_batch_that_only_cites_runs_without_repetition_penalty() -> None:
     assert repetition_penalty(cfg, [cited, cited]) == 1.0
     assert repetition_penalty(cfg, [cited, plain]) == cfg.repetition_penalty == 1.1
     assert repetition_penalty(cfg, []) == 1.1
+
+
+def test_a_cited_row_may_not_repeat_an_ngram_of_its_own_text_but_may_copy_its_prompt() -> None:
+    import torch
+
+    proc = NoRepeatInText(prompt_len=4, n=3)
+    # prompt 7 8 9 7 (its n-grams are free); the text wrote 1 2 3 1 2: a 3 would repeat "1 2 3"
+    ids = torch.tensor([[7, 8, 9, 7, 1, 2, 3, 1, 2], [7, 8, 9, 7, 7, 8, 5, 5, 5]])
+    out = proc(ids, torch.zeros(2, 10))
+    assert out[0, 3] == float("-inf") and (out[0, :3] == 0).all() and (out[0, 4:] == 0).all()
+    assert out[1, 5] == float("-inf")  # "5 5 5" again
+    assert out[1, 9] == 0 and out[1, 7] == 0  # "7 8 9" is the prompt's: copying it is free
