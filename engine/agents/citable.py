@@ -51,6 +51,8 @@ KIND_AFTER = {"slope": " per visit", "slope_year": " per year"}
 #: a run of digits (with its decimals) anywhere in a line, even inside a word ("pdq8"): what
 #: citation-safe decoding reads as a number
 DIGIT_RUN = re.compile(r"\d+(?:\.\d+)?")
+#: the labels of a change that read its direction (others, "possible missing data", do not)
+DIRECTIONS = frozenset({"worsened", "improved", "stable"})
 #: values a line leaves out (an item rating is stated in its own finding; dates in the visit)
 UNLISTED = frozenset({"item", "date", "visit"})
 
@@ -119,6 +121,9 @@ def _shown(s: Statement, v: FactValue) -> bool:
         return False
     if v.kind == "count":
         return s.kind == "count"
+    if v.kind in SIGNED and s.kind == "change" and s.label and s.label not in DIRECTIONS:
+        return False  # "possible missing data": the change is not read, so not written
+
     if v.kind == "threshold":
         if s.kind == "band":
             return (v.item or "") == f"severity_{s.label}"

@@ -61,6 +61,17 @@ def test_a_line_copied_whole_is_within_its_numbers(facts_run):
     assert "PDQ-8" in statement_line(qol) and "8" in statement_numbers(qol)
 
 
+def test_a_change_whose_direction_is_not_read_writes_no_change_value(facts_run):
+    """An all-zero latest session: the change is "possible missing data", not a change to
+    copy (reference/clinical-summary-style.md: a blank or all-zero session is not change)."""
+    from dataclasses import replace
+
+    st = replace(_motor_change(facts_run.statements), label="possible missing data")
+    line = statement_line(st)
+    assert "+10" not in line and "change" not in line, line
+    assert line.endswith("score 30 at visit 4, possible missing data.")
+
+
 def test_statement_line_and_numbers(facts_run):
     st = _motor_change(facts_run.statements)
     line = statement_line(st)
