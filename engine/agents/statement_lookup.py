@@ -27,7 +27,7 @@ class RunIndex:
 
     def __init__(self, sts: Statements):
         self.sts = sts
-        self.uniq = ledger_of(sts)
+        self.uniq = sts.ledger  # the run's ledger, computed once per run
         self._owners: dict[int, list[tuple[str, int]]] | None = None
         self.groups: dict[str, dict[object, list[FactValue]]] = {}
 

@@ -117,7 +117,10 @@ class Statements:
         if not want:
             return
         self.items = [replace(s, key=True) if s.id in want else s for s in self.items]
+        ledger = self.memo.get(("ledger",))
         self.memo.clear()
+        if ledger is not None:  # the same values in the same order: marking keys keeps it
+            self.memo[("ledger",)] = ledger
         self._by_id.clear()
         self._by_key.clear()
         self._by_patient.clear()
