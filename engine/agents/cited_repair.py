@@ -150,28 +150,58 @@ def repair_cited(
 def add_missing(
     r: Rendered, ids: Sequence[str], fallback: Rendered
 ) -> tuple[Rendered, list[dict[str, Any]]]:
-    """`r` followed by the fallback sentences that render the missing key statements `ids`
-    (see the module docstring), and what was added (each sentence with the ids it states)."""
-    out = TextBuilder()
-    out.add(r.text, r.citations, 0)
-    added: list[dict[str, Any]] = []
-    ends = {a: b for _p, a, b in split_sentences(fallback.text)}
+    """`r` with the fallback sentences that render the missing key statements `ids` (see the
+    module docstring), in the fallback's order around it: those that come, in the fallback,
+    before the first sentence rendering a statement `r` cites go before `r` (the digest's "who
+    and how much data" stays first), the others after it; and what was added (each sentence
+    with the ids it states)."""
+    sents = split_sentences(fallback.text)
+    ends = {a: b for _p, a, b in sents}
     stated = {i for c in r.citations for i in c.ids}
-    for a, got in _fallback_for(set(ids), fallback, set(), r.text):
-        b = ends[a]
+    own = [a for _p, a, b in sents if stated & _own_ids(fallback, a, b)]
+    first = min(own) if own else None
+    picked = _fallback_for(set(ids), fallback, set(), r.text)
+    before = [(a, got) for a, got in picked if first is not None and a < first]
+    after = [(a, got) for a, got in picked if first is None or a >= first]
+    out = TextBuilder()
+    added: list[dict[str, Any]] = []
+    for a, got in before:
+        added.append(_add_sentence(out, fallback, a, ends[a], stated, set(ids), got))
+        out.add(" ")
+    out.add(r.text, r.citations, 0)
+    for a, got in after:
         out.add("\n" if r.text.endswith("\n") or not r.text else " ")
-        start = out.n
-        cits = _sentence_citations(fallback, a, b)[0]
-        parts = _new_parts(fallback, a, b, stated, set(ids))
-        for k, (pa, pb) in enumerate(parts):
-            if k:
-                out.add("; ")
-            out.add(fallback.text[pa:pb], cits, pa)
-        end = fallback.text[a:b].rstrip()[-1:]
-        if parts[-1][1] < b and end in ".!?":
-            out.add(end)  # the sentence's last clause was left out: keep its full stop
-        added.append({"text": "".join(out.parts)[start:], "states": sorted(got)})
+        added.append(_add_sentence(out, fallback, a, ends[a], stated, set(ids), got))
     return out.rendered(), added
+
+
+def _own_ids(fallback: Rendered, a: int, b: int) -> set[str]:
+    """The ids of the fallback sentence [a, b)'s own citations."""
+    return {i for c in fallback.citations if _own(fallback, c, a, b) for i in c.ids}
+
+
+def _add_sentence(
+    out: TextBuilder,
+    fallback: Rendered,
+    a: int,
+    b: int,
+    stated: set[str],
+    wanted: set[str],
+    got: set[str],
+) -> dict[str, Any]:
+    """Add the fallback sentence [a, b) to `out`, less the clauses `_new_parts` leaves out;
+    what was added."""
+    start = out.n
+    cits = _sentence_citations(fallback, a, b)[0]
+    parts = _new_parts(fallback, a, b, stated, wanted)
+    for k, (pa, pb) in enumerate(parts):
+        if k:
+            out.add("; ")
+        out.add(fallback.text[pa:pb], cits, pa)
+    end = fallback.text[a:b].rstrip()[-1:]
+    if parts[-1][1] < b and end in ".!?":
+        out.add(end)  # the sentence's last clause was left out: keep its full stop
+    return {"text": "".join(out.parts)[start:], "states": sorted(got)}
 
 
 def _new_parts(

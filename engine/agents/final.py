@@ -186,10 +186,11 @@ def _model_summary(
     flags: Flags,
     digest_text: str,
     sections: list[Section],
-) -> tuple[LLMRequest, str]:
-    """(request, summary) when a model writes: the model writes the digest only, from the key
-    statements (engine.agents.digest_request; the draft an agent node generated in its batch,
-    else a request of its own), guarded against the facts digest; the details stay rendered."""
+) -> tuple[LLMRequest, str, str]:
+    """(request, summary, released digest) when a model writes: the model writes the digest
+    only, from the key statements (engine.agents.digest_request; the draft an agent node
+    generated in its batch, else a request of its own), guarded against the facts digest; the
+    details stay rendered."""
     draft = state.drafts.get("final")
     if draft is not None:
         req, text = draft.request, gen.take_draft(draft)
@@ -202,7 +203,7 @@ def _model_summary(
         (text,) = gen.generate([req])
     head = gen.release("final", req, text, digest_text, flags, digest=True)
     details = plain(readable.render_sections(sections))
-    return req, "\n\n".join(x for x in (head, details) if x)
+    return req, "\n\n".join(x for x in (head, details) if x), head
 
 
 def final_node(state: State, ctx: NodeContext) -> dict:
@@ -221,8 +222,9 @@ def final_node(state: State, ctx: NodeContext) -> dict:
     dense_text, digest_text, sections = facts_summary(state, ctx, mode, flags)
     fallback = "\n\n".join(x for x in (digest_text, readable.render_sections(sections)) if x)
     gen = Generation(state, ctx)
-    if gen.model_writes:
-        req, summary = _model_summary(state, gen, mode, flags, digest_text, sections)
+    digest = plain(digest_text)
+    if gen.model_writes:  # the digest is the one released (as written, repaired or replaced)
+        req, summary, digest = _model_summary(state, gen, mode, flags, digest_text, sections)
     else:
         req = _facts_request(state, ctx, gen, mode, flags)
         summary = gen.release("final", req, fallback, fallback, flags)
@@ -234,7 +236,7 @@ def final_node(state: State, ctx: NodeContext) -> dict:
         "mode": mode,
         "summary": summary,
         "summary_dense": plain(dense_text),
-        "digest": plain(digest_text),
+        "digest": digest,
         "sections": [(head, [plain(x) for x in paras]) for head, paras in sections],
         "prompts": {**state.prompts, "final": prompt_text(req)},
         "screening": list(screening),

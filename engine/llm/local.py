@@ -196,12 +196,16 @@ class NoRepeatInText:
     """Bans, per row, the tokens that would repeat an n-gram the row has already written (not
     its prompt's, as transformers' `no_repeat_ngram_size` would): a copying row that starts
     looping ("change from baseline to current, change from baseline to current, ...") must
-    write something else, often the full stop."""
+    write something else, often the full stop. It runs after number- and citation-safe
+    decoding and never bans a row's last allowed token: after "[" only "S" may follow, and a
+    ban there would force a token outside the marker grammar."""
 
     def __init__(self, prompt_len: int, n: int = CITED_NO_REPEAT_NGRAM):
         self.prompt_len, self.n = prompt_len, n
 
     def __call__(self, input_ids, scores):
+        import torch
+
         n = self.n
         for row in range(input_ids.shape[0]):
             text = input_ids[row, self.prompt_len :].tolist()
@@ -212,7 +216,10 @@ class NoRepeatInText:
                 text[i + n - 1] for i in range(len(text) - n + 1) if text[i : i + n - 1] == prefix
             ]
             if banned:
-                scores[row, banned] = float("-inf")
+                kept = scores[row].clone()
+                kept[banned] = float("-inf")
+                if torch.isfinite(kept).any():  # never the last token decoding allows
+                    scores[row] = kept
         return scores
 
 
@@ -430,10 +437,10 @@ class LocalLLM:
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
         processors = LogitsProcessorList()
-        if cites_only(requests):
-            processors.append(NoRepeatInText(prompt_len))
         if ns is not None:
             processors.append(ns)
+        if cites_only(requests):  # after the masks: it never bans what they leave alone
+            processors.append(NoRepeatInText(prompt_len))
         extra: dict[str, Any] = {"logits_processor": processors}
         if sink is not None:
             agents = [r.agent for r in requests]

@@ -47,3 +47,21 @@ def test_sentence_with_nothing_already_stated_is_added_whole():
     fb = _fallback(text, {"total 10 to 20": "S3", "ADL 2 to 4, stable": "S2"})
     out, _added = add_missing(MODEL, ["S2"], fb)
     assert out.text == MODEL.text + " " + text
+
+
+def test_added_sentences_keep_the_fallback_order_around_the_text():
+    """The digest's "who and how much data" sentence comes before the model's motor sentence
+    in the facts digest, so it goes before it when it is added; a later one goes after."""
+    text = "Patient 1: 4 assessments, Jan 2021 to Jul 2021. Motor 5 to 9, worsened. ADL 2 to 4."
+    fb = _fallback(
+        text,
+        {"4 assessments": "S9", "Motor 5 to 9, worsened": "S1", "ADL 2 to 4": "S2"},
+    )
+    out, added = add_missing(MODEL, ["S9", "S2"], fb)
+    assert out.text == (
+        "Patient 1: 4 assessments, Jan 2021 to Jul 2021. Motor rose from 5 to 9, worsened. "
+        "ADL 2 to 4."
+    )
+    assert [a["states"] for a in added] == [["S9"], ["S2"]]
+    model = next(c for c in out.citations if c.ids == ("S1",))
+    assert out.text[model.start : model.end] == MODEL.text  # the model's citation moved with it

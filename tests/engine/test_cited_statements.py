@@ -215,6 +215,19 @@ def test_released_text_has_no_markers_and_citations_point_into_it():
         assert motor[a:b] == claim["text"]
 
 
+def test_the_result_digest_is_the_released_one():
+    """When a model writes the digest, `Result.digest` (the dashboard's top box, the printable
+    report's summary) is the digest released, not the facts digest it was guarded against."""
+    from engine.report.model import build_report
+
+    r = fx.engine(FakeLLM(fx.echo_facts)).run(TRAJ)
+    facts = fx.engine().run(TRAJ)
+    assert r.verification["per_agent"]["final"]["released"] == "as_written"
+    assert r.digest and r.digest != facts.digest
+    assert r.summary.startswith(r.digest) and r.digest.startswith("Patient 1, motor: score 20")
+    assert build_report(r).digest == r.digest
+
+
 def test_one_batch_of_five_for_a_four_domain_trajectory():
     llm = FakeLLM(fx.echo_facts)
     r = fx.engine(llm).run(TRAJ)

@@ -257,3 +257,7 @@ def test_a_cited_row_may_not_repeat_an_ngram_of_its_own_text_but_may_copy_its_pr
     assert out[0, 3] == float("-inf") and (out[0, :3] == 0).all() and (out[0, 4:] == 0).all()
     assert out[1, 5] == float("-inf")  # "5 5 5" again
     assert out[1, 9] == 0 and out[1, 7] == 0  # "7 8 9" is the prompt's: copying it is free
+    # the only token decoding still allows (after "[" only "S") is never banned
+    only = torch.full((2, 10), float("-inf"))
+    only[0, 3] = 0.0
+    assert proc(ids, only)[0, 3] == 0.0
