@@ -17,13 +17,9 @@ from engine.config import Config
 from engine.llm import backends, gguf_cache
 from engine.llm.base import LLMRequest
 from engine.llm.errors import BackendError
-from engine.llm.local import (
-    NoRepeatInText,
-    bundled_gguf_path,
-    repetition_penalty,
-    resolve_model_dir,
-)
+from engine.llm.local import bundled_gguf_path, resolve_model_dir
 from engine.llm.openai_backend import OpenAICompatLLM
+from engine.llm.repetition import NoRepeatInText, repetition_penalty
 
 REPO = Path(__file__).resolve().parents[2]
 
