@@ -48,8 +48,8 @@ KIND_WORDS = {
 #: what follows a value of these kinds ("slope 3.4 per visit": never "per visit 3.4", which
 #: reads as a visit number)
 KIND_AFTER = {"slope": " per visit", "slope_year": " per year"}
-#: a run of digits (with its decimals) anywhere in a line, even inside a word ("pdq8"): what
-#: citation-safe decoding reads as a number
+#: a run of digits (with its decimals) anywhere in a line's words, even inside one ("pdq8"):
+#: what citation-safe decoding reads as a number
 DIGIT_RUN = re.compile(r"\d+(?:\.\d+)?")
 #: the labels of a change that read its direction (others, "possible missing data", do not)
 DIRECTIONS = frozenset({"worsened", "improved", "stable"})
@@ -131,8 +131,10 @@ def _shown(s: Statement, v: FactValue) -> bool:
     return True
 
 
-def _values(s: Statement) -> str:
-    parts: list[str] = []
+def _parts(s: Statement) -> list[tuple[str, str]]:
+    """(words, text) of each value part of a line: ("score", "score 20 at visit 1"), the band's
+    limits as one part ("moderate band", "moderate band 33 to 58")."""
+    parts: list[tuple[str, str]] = []
     band: list[str] = []
     for v in s.values:
         if not _shown(s, v):
@@ -140,14 +142,12 @@ def _values(s: Statement) -> str:
         if v.kind == "threshold" and s.kind == "band":
             band.append(value_text(v))
             continue
-        word = KIND_WORDS.get(v.kind, v.kind)
-        if v.kind == "threshold":
-            word = threshold_name(v.item)
+        word = threshold_name(v.item) if v.kind == "threshold" else KIND_WORDS.get(v.kind, v.kind)
         at = f" at visit {v.visit}" if v.visit is not None and v.kind == "score" else ""
-        parts.append(f"{word} {value_text(v)}{KIND_AFTER.get(v.kind, '')}{at}")
+        parts.append((word, f"{word} {value_text(v)}{KIND_AFTER.get(v.kind, '')}{at}"))
     if band:
-        parts.append(f"{s.label} band " + " to ".join(band))
-    return ", ".join(parts)
+        parts.append((f"{s.label} band", f"{s.label} band " + " to ".join(band)))
+    return parts
 
 
 def statement_line(s: Statement) -> str:
@@ -156,14 +156,15 @@ def statement_line(s: Statement) -> str:
     model that copies a line writes a finished, true sentence, its visits in order; every token
     of a line is prompt the model reads)."""
     who = f"Patient {s.patient}" if s.patient is not None else "Cohort"
-    values = _values(s)
+    parts = _parts(s)
     # the visits once, in order: a line whose scores name their visits names no range before
     # them ("visit 1 to visit 4: score 20 at visit 1" reads 1, 4, 1: back in time)
-    visits = "" if " at visit " in values else _visits(s)
-    head = ", ".join(x for x in (who, _subject(s), visits) if x)
+    dated = any(v.kind == "score" and v.visit is not None and _shown(s, v) for v in s.values)
+    head = ", ".join(x for x in (who, _subject(s), "" if dated else _visits(s)) if x)
     kind = s.kind.replace("_", " ")
-    said = [kind] + [part.split(" ")[0] for part in values.split(", ")]
+    said = {kind} | {word.split(" ")[0] for word, _text in parts}
     label = "" if s.kind == "band" or s.label in said else s.label
+    values = ", ".join(text for _word, text in parts)
     named = kind if s.kind in NAMED_KINDS or not (values or label) else ""
     body = ", ".join(x for x in (named, values, label) if x)
     return f"[{s.id}] {head}: {body}."
@@ -175,7 +176,9 @@ def statement_numbers(s: Statement) -> frozenset[str]:
     its patient id, its visits, the parts of its values' session dates and the numbers of its
     line's words (the 8 of "PDQ-8": a copy of the line is never pushed off it)."""
     texts: list[str] = [value_text(v) for v in s.values]
-    texts += DIGIT_RUN.findall(statement_line(s).split("] ", 1)[1])  # as decoding reads them
+    # the digits of the line's words, as decoding reads them ("PDQ-8", "red_flag_pdq8_...")
+    words = [_subject(s), s.label, *(word for word, _text in _parts(s))]
+    texts += [n for w in words for n in DIGIT_RUN.findall(w)]
     texts += [fmt(v.value) for v in s.values if v.kind in SIGNED]  # the size, written unsigned
     if s.patient is not None:
         texts.append(str(s.patient))
