@@ -38,36 +38,74 @@ SCOPE_EXTREMES = 1
 SLOPE_NULLABLE = ("slope", "slope_year")
 
 
-def _seq_sum(mat: np.ndarray) -> np.ndarray:
-    """Row sums of a (groups x k) matrix (NaN = absent), added left to right like `sum()`."""
-    acc = np.zeros(mat.shape[0])
-    for j in range(mat.shape[1]):
-        col = mat[:, j]
-        acc = np.where(np.isnan(col), acc, acc + col)
+def _columns(counts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per position j of a group (0, 1, ...): the groups that have a j-th point and that point's
+    index, for points grouped in runs of `counts` (every count at least 1)."""
+    start = np.r_[0, np.cumsum(counts)[:-1]] if len(counts) else np.array([], int)
+    out = []
+    for j in range(int(counts.max()) if len(counts) else 0):
+        groups = np.flatnonzero(counts > j) if j else np.arange(len(counts))
+        out.append((groups, start[groups] + j))
+    return out
+
+
+def _seq_sum(v: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray:
+    """Per group, the sum of its points of `v` added left to right like `sum()` (from 0)."""
+    acc = np.zeros(n)
+    for groups, at in cols:
+        acc[groups] = acc[groups] + v[at]
     return acc
+
+
+#: Dekker's splitting constant (2**27 + 1): a float64 splits into two halves whose products are exact
+_SPLIT = 134217729.0
+#: how far from a rounding midpoint, in units of the last place, a square must be for libm's pow
+#: (within 0.52 ulp of the exact value) to give the correctly rounded product
+_POW_SAFE = 0.02
+
+
+def _squares(dx: np.ndarray) -> np.ndarray:
+    """`x ** 2` for each x as Python computes it (C pow(x, 2.0) of the platform's libm), fast.
+
+    The product x * x is the correctly rounded square; libm's pow is within 0.52 ulp of the
+    exact square, so it gives the same float except where the exact square lies within 0.02 ulp
+    of a midpoint between two floats. The exact error of the product (Dekker's two-product)
+    finds those few values (and inexact squares at a power of two, where the spacing changes),
+    which Python squares itself; an exact square (err 0) is what pow returns. numpy's own power loop is no substitute: on some CPUs (AVX-512) it is
+    a vector routine that differs from libm in the last bit for about 3 % of values, which can
+    flip a slope's rounding at 2 decimals against the Fact path (engine.clinical.series)."""
+    p = dx * dx
+    twice = dx * 2.0
+    if len(dx) and np.array_equal(twice, np.rint(twice)) and float(np.abs(dx).max()) < 2.0**26:
+        return p  # halves of integers (the per-visit slope's x = 0, 1, 2 ...): exact squares
+    c = _SPLIT * dx
+    hi = c - (c - dx)
+    lo = dx - hi
+    err = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        off = np.abs(np.abs(err) / np.spacing(p) - 0.5)
+    risky = ~(off >= _POW_SAFE) | ((np.frexp(p)[0] == 0.5) & (err != 0))
+    for i in np.flatnonzero(risky).tolist():
+        p[i] = float(dx[i]) ** 2
+    return p
 
 
 def _slopes(counts: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Least-squares slope per group (`least_squares_slope` per group, same arithmetic order) of
     points grouped in runs of `counts`; NaN where a group has fewer than 2 distinct xs."""
     n = len(counts)
-    k = int(counts.max()) if n else 1
-    start = np.r_[0, np.cumsum(counts)[:-1]] if n else np.array([], int)
-    gi = np.repeat(np.arange(n), counts)
-    pos = np.arange(len(xs)) - np.repeat(start, counts)
-    X = np.full((n, max(k, 1)), np.nan)
-    Y = np.full((n, max(k, 1)), np.nan)
-    X[gi, pos] = xs
-    Y[gi, pos] = ys
-    mx = _seq_sum(X) / counts
-    my = _seq_sum(Y) / counts
-    dx = X - mx[:, None]
-    # np.power with an array exponent calls C pow() like Python's `**` (`dx**2` would be dx*dx,
-    # which differs in the last bit and can flip a rounding at 2 decimals)
-    sxx = _seq_sum(np.power(dx, np.full_like(dx, 2.0)))
-    sxy = _seq_sum(dx * (Y - my[:, None]))
-    with np.errstate(invalid="ignore"):
-        spread = np.nanmax(X, axis=1) > np.nanmin(X, axis=1)  # at least 2 distinct xs
+    if not n:
+        return np.array([], float)
+    cols = _columns(counts)
+    mx = _seq_sum(xs, cols, n) / counts
+    my = _seq_sum(ys, cols, n) / counts
+    dx = xs - np.repeat(mx, counts)
+    sxx = _seq_sum(_squares(dx), cols, n)
+    sxy = _seq_sum(dx * (ys - np.repeat(my, counts)), cols, n)
+    first = xs[cols[0][1]]
+    spread = np.zeros(n, bool)  # at least 2 distinct xs
+    for groups, at in cols[1:]:
+        spread[groups] |= xs[at] != first[groups]
     ok = (counts >= 2) & spread
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(ok, sxy / np.where(sxx == 0, np.nan, sxx), np.nan)
