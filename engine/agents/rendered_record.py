@@ -120,9 +120,13 @@ def _ends_with(pat: re.Pattern[str], before: str, words: tuple[str, ...]) -> boo
 
 
 def _role(text: str, tok: NumberToken, start: int) -> str:
-    if tok.kind == "date":
-        return "date"
     before = text[max(start, tok.start - 60) : tok.start]
+    if tok.kind == "date":
+        # a bare year's digits after "patient" are a patient id (patient 1916 of 10,000)
+        year = tok.date is not None and len(tok.date) == 4 and tok.text.isdigit()
+        if year and _ends_with(PATIENT_BEFORE, before, ("patient", "proj id")):
+            return "patient"
+        return "date"
     if _ends_with(VISIT_BEFORE, before, ("visit",)):
         return "visit"
     if _ends_with(PATIENT_BEFORE, before, ("patient", "proj id")):
@@ -140,7 +144,7 @@ def _claim(
     for c in cits:  # innermost first
         pool = pools.get(c.ids)
         if pool is None:
-            # a cohort text cites every statement of its run: those in the run's order
+            # a pool of every statement of the run: those in the run's order
             whole = len(c.ids) == len(sts)
             run = pools.get(("index",))
             if run is None:

@@ -117,6 +117,10 @@ _GROUP_OF = {
 #: a pool of at most this many statements builds its own lookup tables; a larger one filters
 #: the run's (a final text's paragraph cites a hundred statements and looks up a dozen numbers)
 SMALL_POOL = 8
+#: ... and so does one that states at most 1 / SMALL_SHARE of the run's values: its own tables
+#: cost its size, the run's cost the run's (a cohort text cites its answer's cohort statements,
+#: a few hundred values beside the thousands of item values of the patients it names)
+SMALL_SHARE = 3
 
 
 def _first(h: tuple[tuple[int, int], FactValue]) -> tuple[int, int]:
@@ -137,7 +141,9 @@ class Pool:
         self.visits = {v for s in sts for v in s.visits}
         #: every statement of the run, in the run's order: a run bucket is already in pool order
         self.whole = whole
-        self.small = not whole and len(sts) <= SMALL_POOL
+        self.small = not whole and (
+            len(sts) <= SMALL_POOL or sum(len(s.values) for s in sts) * SMALL_SHARE <= len(run.uniq)
+        )
         self._sts = sts
         self.rank: dict[str, int] = {}
         if not self.small:

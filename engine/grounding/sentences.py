@@ -11,18 +11,37 @@ from __future__ import annotations
 import re
 
 from engine.grounding.cues import sentences as _sentences
+from engine.grounding.run_memo import memoised
 
 ABBREVIATIONS = re.compile(
     r"(?:\b(?:dr|mr|mrs|ms|prof|st|approx|no|fig|vol|ca|cf|etc|jr|sr)\.)\s*$", re.I
 )
+#: the longest abbreviation with its full stop ("approx.")
+_ABBR_CHARS = 7
 
 
 def split_sentences(text: str) -> list[tuple[int, int, int]]:
-    """(paragraph, start, end) of each sentence of `text` (offsets into `text`)."""
+    """(paragraph, start, end) of each sentence of `text` (offsets into `text`; once per text
+    within an engine run)."""
+    return list(_split(text))
+
+
+@memoised
+def _split(text: str) -> tuple[tuple[int, int, int], ...]:
     out: list[tuple[int, int, int]] = []
     for pi, a, b in _sentences(text):
-        if out and out[-1][0] == pi and ABBREVIATIONS.search(text[out[-1][1] : out[-1][2]]):
+        if out and out[-1][0] == pi and _ends_with_abbreviation(text, out[-1][1], out[-1][2]):
             out[-1] = (pi, out[-1][1], b)
         else:
             out.append((pi, a, b))
-    return out
+    return tuple(out)
+
+
+def _ends_with_abbreviation(text: str, a: int, b: int) -> bool:
+    """`ABBREVIATIONS.search(text[a:b])`, reading only the sentence's end: its last word before
+    the trailing spaces, with the character before it (the word boundary)."""
+    end = len(text[a:b].rstrip()) + a
+    if end <= a or text[end - 1] != ".":
+        return False
+    lo = max(a, end - _ABBR_CHARS - 1)
+    return ABBREVIATIONS.search(text[a:b], lo - a) is not None

@@ -222,13 +222,15 @@ def cohort_details(c: Mapping[str, Any], sts: Statements | None = None) -> str:
 
 
 def cite_all(text: str, sts: Statements | None) -> str:
-    """`text` citing every statement of a cohort run (its answer's scope)."""
+    """`text` citing what a cohort text renders (`_cohort_pool`)."""
     return cite(text, _cohort_pool(sts))
 
 
 def _cohort_pool(sts: Statements | None) -> list:
-    """A cohort text may state any of the answer's statements (its scope: engine.agents.cohort)."""
-    return list(sts) if sts is not None else []
+    """What a cohort text renders: the answer's cohort statements (statistics, ranks, ranked
+    scores, slopes, counts of the answer's scope: engine.agents.cohort) and the run's counts,
+    not the named patients' facts (their item values would match any small number)."""
+    return [s for s in sts if s.kind in ("cohort", "count")] if sts is not None else []
 
 
 def _cohort_blocks(ranking: str) -> str:
