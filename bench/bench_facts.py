@@ -20,6 +20,8 @@ Two phases, one command:
    --repeat reruns without a new run (what a widget change costs), beside the raw pandas
    computation of the page's tables. Also the cohort answer's ledger size and claim-check time
    (point 4).
+   Every row counts the runs whose released summary failed its own check (`failed_checks`,
+   which must be 0: a fast wrong answer is no answer).
 
 Usage (from the repository root):
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_facts.py --workdir /tmp/bench-facts \
@@ -233,6 +235,7 @@ class Probe:
     raw_cpu: list[float] = field(default_factory=list)
     nodes: dict = field(default_factory=dict)
     chars: int = 0  # the summary's length
+    failed: int = 0  # runs whose released summary failed its own check (must stay 0)
     keep: bool = False  # keep the last result (the cohort claim check reads it)
     result: object = None
 
@@ -247,6 +250,7 @@ class Probe:
         # question came next by 40-80 ms in every round
         self.nodes = {t.node: round(t.ms, 2) for t in res.trace}
         self.chars = len(res.summary)
+        self.failed += not res.verification["summary_passed"]
         self.result = res if self.keep else None
         if self.raw is not None:
             t, c = time.perf_counter(), time.process_time()
@@ -354,6 +358,7 @@ def query(sizes: list[int], workdir: Path, repeat: int, rounds: int) -> dict:
                 "engine_cpu_ms": round(statistics.median(p.cpu), 2),
                 "raw_cpu_ms": round(statistics.median(p.raw_cpu), 2),
                 "nodes": p.nodes,
+                "failed_checks": p.failed,
                 "samples_ms": [round(x, 2) for x in p.ms],
             }
             row["ratio"] = round(row["engine_ms"] / row["raw_ms"], 1)
@@ -427,6 +432,7 @@ def spread_rows(n: int, spread: list[tuple[str, list[Probe]]]) -> list[dict]:
             "samples_p90_ms": round(_p90(every), 1),
             "samples_over_50ms": sum(x >= 50 for x in every),
             "summary_chars_median": int(statistics.median(chars)),
+            "failed_checks": sum(p.failed for p in probes),
             "summary_chars_max": max(chars),
             "per_question": [
                 {

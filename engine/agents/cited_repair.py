@@ -9,8 +9,8 @@ the sentences that render given statements are found by id, not by reading:
   and the replacement keeps the citations it has in the fallback.
 A text whose sentences all hold but that leaves out key statements (coverage) is completed by
 `add_missing`: the fallback sentences whose own citations include a missing key statement are
-added after the text, in the fallback's order, less the "; "-separated clauses that state only
-what the text already states (no finding said twice).
+added after the text, in the fallback's order, less the clauses (as the writer marked them) that
+state only what the text already states (no finding said twice).
 The repaired text keeps the citations of the sentences it keeps, shifted, so that it is checked
 again by lookup (engine.agents.cited_check).
 """
@@ -23,7 +23,7 @@ from typing import Any
 from engine.agents.cited import CitedText
 from engine.grounding.guard import repair_text
 from engine.grounding.sentences import split_sentences
-from engine.writing.citing import Citation, Rendered
+from engine.writing.citing import CLAUSE_SEP, Citation, Rendered
 
 
 class TextBuilder:
@@ -196,7 +196,7 @@ def _add_sentence(
     parts = _new_parts(fallback, a, b, stated, wanted)
     for k, (pa, pb) in enumerate(parts):
         if k:
-            out.add("; ")
+            out.add(CLAUSE_SEP)
         out.add(fallback.text[pa:pb], cits, pa)
     end = fallback.text[a:b].rstrip()[-1:]
     if parts[-1][1] < b and end in ".!?":
@@ -204,16 +204,24 @@ def _add_sentence(
     return {"text": "".join(out.parts)[start:], "states": sorted(got)}
 
 
+def _clause_spans(fallback: Rendered, a: int, b: int) -> list[tuple[int, int]]:
+    """The spans of the sentence [a, b)'s marked clauses, the first from `a`, the last to `b`;
+    [(a, b)] for a sentence of one clause."""
+    own = [c for c in fallback.clauses if a <= c[0] and c[1] <= b]
+    if len(own) < 2:
+        return [(a, b)]
+    return [(a, own[0][1]), *own[1:-1], (own[-1][0], b)]
+
+
 def _new_parts(
     fallback: Rendered, a: int, b: int, stated: set[str], wanted: set[str]
 ) -> list[tuple[int, int]]:
-    """The "; "-separated clauses of the fallback sentence [a, b) worth adding: all but those
-    (after the first, which names the patient) whose citations state only statements the text
-    already states, so that an added sentence does not say a finding twice."""
-    spans, pos = [], a
-    for part in fallback.text[a:b].split("; "):
-        spans.append((pos, pos + len(part)))
-        pos += len(part) + 2
+    """The clauses of the fallback sentence [a, b) worth adding: all but those (after the
+    first, which names the patient) whose citations state only statements the text already
+    states, so that an added sentence does not say a finding twice. The clauses are the ones
+    its writer marked (engine.writing.citing.clauses), never read from the text: the first
+    runs from the sentence's start, the last to its end (its full stop)."""
+    spans = _clause_spans(fallback, a, b)
     keep = [spans[0]]
     for pa, pb in spans[1:]:
         ids = {i for c in fallback.citations if pa <= c.start and c.end <= pb for i in c.ids}

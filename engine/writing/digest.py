@@ -22,7 +22,7 @@ from engine.clinical.series import fmt, fmt2, fmt_signed
 from engine.clinical.statements import Statement, Statements
 from engine.contexts import Contexts
 from engine.writing import dense
-from engine.writing.citing import cite
+from engine.writing.citing import CLAUSE_SEP, cite, clause, clauses
 from engine.writing.left_out import digest_clause
 from engine.writing.words import cap, item_label, month_year, part, period, series_list, where
 from kb_store.profiles import DOMAINS, INSTRUMENT_WORDS, UPDRS_DOMAINS
@@ -69,7 +69,7 @@ def _who(patient: int, ics: Sequence[InstrumentCourse]) -> str:
             parts.append(f"{inst} {ic.n} assessments on one day, {month_year(ic.dates[0])}")
         else:
             parts.append(f"{inst} {ic.n} assessments, {period(ic.dates)}")
-    return f"Patient {patient}: " + "; ".join(parts) + "."
+    return f"Patient {patient}: " + clauses(parts) + "."
 
 
 def _mark(dc: DomainCourse) -> str:
@@ -91,7 +91,7 @@ def _one_session(ic: InstrumentCourse, sts: Statements | None) -> str:
         if dc is not None:
             bits.append(f"{part(d)} {fmt(dc.last.score)}{_mark(dc)}")
     pool = _pool(sts, ic.patient)
-    return cite(cap("; ".join(bits)) + ".", pool) if bits else ""
+    return cite(cap(clauses(bits)) + ".", pool) if bits else ""
 
 
 def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
@@ -121,23 +121,27 @@ def _updrs(ic: InstrumentCourse, sts: Statements | None, ctx: Contexts) -> str:
             continue
         span = cite(f"{fmt(dc.first.score)} to {fmt(dc.last.score)}", _change(sts, dc))
         out.append(f"{part(d)} {span}, {_verdict(dc, ctx)}")
-    return cap("; ".join(out)) + "." if out else ""
+    return cap(clauses(out)) + "." if out else ""
 
 
 def _pdq8(ic: InstrumentCourse, sts: Statements | None) -> str:
     q = ic.domains.get("qol")
     if q is not None and len(q.points) == 1:
-        si = f"; Summary Index {fmt2(ic.si[q.last.visit])} SI" if q.last.visit in ic.si else ""
-        return cite(f"PDQ-8 score {fmt(q.last.score)}{_mark(q)}{si}.", _pool(sts, q.patient, "qol"))
+        parts = [f"PDQ-8 score {fmt(q.last.score)}{_mark(q)}"]
+        if q.last.visit in ic.si:
+            parts.append(f"Summary Index {fmt2(ic.si[q.last.visit])} SI")
+        return cite(clauses(parts) + ".", _pool(sts, q.patient, "qol"))
     if q is None or len(q.points) < 2 or q.change is None:
         return ""
     si = ""
     if q.first.visit in ic.si and q.last.visit in ic.si:
-        si = f"; Summary Index {fmt2(ic.si[q.first.visit])} SI to {fmt2(ic.si[q.last.visit])} SI"
+        si = CLAUSE_SEP + clause(
+            f"Summary Index {fmt2(ic.si[q.first.visit])} SI to {fmt2(ic.si[q.last.visit])} SI"
+        )
     word = {"worsened": "higher", "improved": "lower"}.get(q.change.label, "unchanged")
     pool = _pool(sts, q.patient, "qol")
     span = cite(f"{fmt(q.first.score)} to {fmt(q.last.score)}", pool)
-    return f"PDQ-8 score {span}, {word} (direction only){cite(si, pool)}."
+    return clause(f"PDQ-8 score {span}, {word} (direction only)") + f"{cite(si, pool)}."
 
 
 #: items the digest's "Now" names at most (the details list every one)
@@ -178,8 +182,9 @@ def _now(fd: Findings, sts: Statements | None = None, patient: int = 0) -> str:
     if not by:
         return "Now: no item at 3 or 4 and no current red flag."
     parts = [f"{part(d)}: {', '.join(by[d])}" for d in DOMAINS if d in by]
-    more = "; more items rated moderate or worse in the details" if n > NOW_ITEMS else ""
-    return "Now, " + "; ".join(parts) + more + "."
+    if n > NOW_ITEMS:
+        parts.append("more items rated moderate or worse in the details")
+    return "Now, " + clauses(parts) + "."
 
 
 def _negatives(fd: Findings) -> str:
@@ -211,7 +216,7 @@ def _data(
         for d, dc in ic.domains.items():
             if dc.all_zero and d != "total":
                 out.append(f"{part(d)} 0 on every item at every assessment, possibly not examined")
-    text = ("Data: " + "; ".join(out) + ".") if out else ""
+    text = ("Data: " + clauses(out) + ".") if out else ""
     left = digest_clause(patient, ics, excluded, ctx)
     if left:  # its own sentence: the visits named before do not carry into it
         text += f" {cap(left)}." if text else f"Data: {left}."

@@ -7,13 +7,16 @@ import datetime as dt
 from collections.abc import Sequence
 
 from engine.clinical.findings import running_label as item_label
+from engine.writing.citing import text_start
 from kb_store.profiles import DOMAIN_WORDS
 
 __all__ = ["cap", "item_label", "month_year", "part", "period", "series_list", "where"]
 
 
 def cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
+    """`s` with its first letter upper-cased (past the citation and clause marks before it)."""
+    i = text_start(s)
+    return s[:i] + s[i : i + 1].upper() + s[i + 1 :]
 
 
 def part(d: str) -> str:
