@@ -249,7 +249,8 @@ class TableSource:
             "max_patients": pats[vals == mx].tolist(),
             "min": mn,
             "min_patients": pats[vals == mn].tolist(),
-            "mean": round(sum(vals.tolist()) / len(vals), 2),  # left-to-right, as sum() of F
+            # added left to right, as sum() of F: a running sum (never numpy's pairwise sum)
+            "mean": round(float(np.cumsum(vals)[-1]) / len(vals), 2),
             "n_patients": len(vals),
         }
 
