@@ -57,7 +57,8 @@ def _seq_sum(v: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray]], n: int) -
     return acc
 
 
-#: Dekker's splitting constant (2**27 + 1): a float64 splits into two halves whose products are exact
+#: Dekker's splitting constant (2**27 + 1): a float64 splits into two halves whose products
+#: are exact
 _SPLIT = 134217729.0
 #: how far from a rounding midpoint, in units of the last place, a square must be for libm's pow
 #: (within 0.52 ulp of the exact value) to give the correctly rounded product
@@ -71,9 +72,10 @@ def _squares(dx: np.ndarray) -> np.ndarray:
     exact square, so it gives the same float except where the exact square lies within 0.02 ulp
     of a midpoint between two floats. The exact error of the product (Dekker's two-product)
     finds those few values (and inexact squares at a power of two, where the spacing changes),
-    which Python squares itself; an exact square (err 0) is what pow returns. numpy's own power loop is no substitute: on some CPUs (AVX-512) it is
-    a vector routine that differs from libm in the last bit for about 3 % of values, which can
-    flip a slope's rounding at 2 decimals against the Fact path (engine.clinical.series)."""
+    which Python squares itself; an exact square (err 0) is what pow returns. numpy's own power
+    loop is no substitute: on some CPUs (AVX-512) it is a vector routine that differs from libm
+    in the last bit for about 3 % of values, which can flip a slope's rounding at 2 decimals
+    against the Fact path (engine.clinical.series)."""
     p = dx * dx
     twice = dx * 2.0
     if len(dx) and np.array_equal(twice, np.rint(twice)) and float(np.abs(dx).max()) < 2.0**26:

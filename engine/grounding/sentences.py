@@ -40,8 +40,8 @@ def _split(text: str) -> tuple[tuple[int, int, int], ...]:
 def _ends_with_abbreviation(text: str, a: int, b: int) -> bool:
     """`ABBREVIATIONS.search(text[a:b])`, reading only the sentence's end: its last word before
     the trailing spaces, with the character before it (the word boundary)."""
-    end = len(text[a:b].rstrip()) + a
-    if end <= a or text[end - 1] != ".":
+    sentence = text[a:b]
+    end = len(sentence.rstrip())
+    if not end or sentence[end - 1] != ".":
         return False
-    lo = max(a, end - _ABBR_CHARS - 1)
-    return ABBREVIATIONS.search(text[a:b], lo - a) is not None
+    return ABBREVIATIONS.search(sentence, max(0, end - _ABBR_CHARS - 1)) is not None

@@ -4,9 +4,10 @@
 nest) in invisible marks that carry the statements' ids; `clauses(parts)` joins a sentence's
 clauses with "; " and marks each one; `finish(marked)` removes the marks and returns the plain
 text with its citations (character spans and ids) and its clauses (character spans), so that a
-reader that needs a sentence's clauses (engine.agents.cited_repair) gets them as data. The release record of a
-rendered text is looked up from these citations (engine.grounding.lookup), not parsed from the
-prose. The marks are private-use characters that no writer, input file or model emits.
+reader that needs a sentence's clauses (engine.agents.cited_repair) gets them as data. The
+release record of a rendered text is looked up from these citations
+(engine.agents.rendered_record), not parsed from the prose. The marks are private-use
+characters that no writer, input file or model emits.
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ def _pdq8(ic: InstrumentCourse, sts: Statements | None) -> str:
         return ""
     si = ""
     if q.first.visit in ic.si and q.last.visit in ic.si:
+        # its citation holds the separator, its clause mark does not
         si = CLAUSE_SEP + clause(
             f"Summary Index {fmt2(ic.si[q.first.visit])} SI to {fmt2(ic.si[q.last.visit])} SI"
         )

@@ -15,7 +15,7 @@ from engine.clinical.course import DomainCourse, InstrumentCourse
 from engine.clinical.series import classify, fmt
 from engine.clinical.statements import Statements
 from engine.contexts import Contexts
-from engine.writing.citing import CLAUSE_SEP, cite, clause
+from engine.writing.citing import cite, clauses
 from engine.writing.words import part
 from kb_store.exclusions import iso_date
 from kb_store.profiles import DOMAINS, INSTRUMENT_WORDS
@@ -119,9 +119,8 @@ def digest_clause(
     parts whose direction each would change."""
     out = []
     for r in (e for e in excluded if e.get("patient") == patient):
-        text = clause(left_out_clause(r))
+        out.append(left_out_clause(r))
         changes = direction_changes(r, ics, ctx)
         if changes:
-            text += CLAUSE_SEP + clause("with it, " + ", and ".join(changes))
-        out.append(text)
-    return CLAUSE_SEP.join(out)  # each piece marked: its clauses
+            out.append("with it, " + ", and ".join(changes))
+    return clauses(out)
